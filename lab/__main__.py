@@ -1,0 +1,7 @@
+"""`python -m lab`: the lab's command line."""
+
+import sys
+
+from lab.cli import main
+
+sys.exit(main())

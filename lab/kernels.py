@@ -1,0 +1,263 @@
+"""Numba kernels for the hot loops; each has a plain NumPy twin in `lab.twins` and a test that they agree.
+
+Determinism: results never depend on the number of threads. Parallel reductions split the
+samples into a fixed number of chunks (`CHUNKS`), reduce each chunk into its own buffer and
+add the buffers in order. Random noise comes from a counter-based generator (SplitMix64 of
+seed and draw index), so draw (i, m) has the same value whichever thread makes it, and the
+NumPy twin reproduces it bit for bit.
+
+Activation codes follow `lab.activations.ACTIVATION_CODES`: 0 cubic, 1 linear, 2 relu,
+3 celu, 4 gelu, 5 tanh. Noise codes follow `NOISE_CODES`: uniform on [a, b), Gaussian with
+mean 0 and standard deviation a, Gumbel with location 0 and scale a.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+uint64 = np.uint64
+
+CHUNKS = 64
+NOISE_CODES = {"uniform": 0, "gaussian": 1, "gumbel": 2}
+
+_GOLDEN = uint64(0x9E3779B97F4A7C15)
+_MIX1 = uint64(0xBF58476D1CE4E5B9)
+_MIX2 = uint64(0x94D049BB133111EB)
+_TWO_POW_M53 = 1.0 / 9007199254740992.0
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@njit(cache=True, inline="always")
+def _mix(z):
+    z = (z ^ (z >> uint64(30))) * _MIX1
+    z = (z ^ (z >> uint64(27))) * _MIX2
+    return z ^ (z >> uint64(31))
+
+
+@njit(cache=True, inline="always")
+def _uniform01(key, index):
+    """Counter-based U(0, 1): SplitMix64 output number `index` of the stream keyed by `key`."""
+    z = _mix(key + (uint64(index) + uint64(1)) * _GOLDEN)
+    return (float(z >> uint64(11)) + 0.5) * _TWO_POW_M53
+
+
+@njit(cache=True)
+def stream_key(seed):
+    """Key of the noise stream for an integer seed (the twin is `lab.twins.stream_key`)."""
+    return _mix(uint64(seed) * _GOLDEN + _GOLDEN)
+
+
+@njit(cache=True, inline="always")
+def _noise(key, index, code, a, b):
+    if code == 0:
+        return a + (b - a) * _uniform01(key, index)
+    if code == 1:
+        u1 = _uniform01(key, uint64(2) * uint64(index))
+        u2 = _uniform01(key, uint64(2) * uint64(index) + uint64(1))
+        return a * math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+    return -a * math.log(-math.log(_uniform01(key, index)))
+
+
+@njit(cache=True, inline="always")
+def _sigma(z, code):
+    if code == 0:
+        return z * z * z
+    if code == 1:
+        return z
+    if code == 2:
+        return z if z > 0 else 0.0 * z
+    if code == 3:
+        return z if z > 0 else math.expm1(z)
+    if code == 4:
+        return z * 0.5 * (1.0 + math.erf(z * _SQRT_HALF))
+    return math.tanh(z)
+
+
+@njit(cache=True, inline="always")
+def _sigma_prime(z, code):
+    if code == 0:
+        return 3.0 * z * z
+    if code == 1:
+        return 1.0 + 0.0 * z
+    if code == 2:
+        return 1.0 + 0.0 * z if z > 0 else 0.0 * z
+    if code == 3:
+        return 1.0 + 0.0 * z if z > 0 else math.exp(z)
+    if code == 4:
+        return 0.5 * (1.0 + math.erf(z * _SQRT_HALF)) + z * _INV_SQRT_2PI * math.exp(-0.5 * z * z)
+    t = math.tanh(z)
+    return 1.0 - t * t
+
+
+@njit(cache=True, inline="always")
+def _expert_on_sample(x, i, W, m, zrow, act):
+    """z_{p,j} = ⟨w_{m,j}, x_i⁽ᵖ⁾⟩ into zrow (P, J); returns f_m(x_i) = Σ_{p,j} σ(z_{p,j}).
+
+    Patches are taken four at a time so each filter row is loaded once per four products.
+    """
+    P, d = x.shape[1], x.shape[2]
+    J = W.shape[1]
+    total = 0.0
+    p = 0
+    while p + 4 <= P:
+        for j in range(J):
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            for k in range(d):
+                w = W[m, j, k]
+                s0 += w * x[i, p, k]
+                s1 += w * x[i, p + 1, k]
+                s2 += w * x[i, p + 2, k]
+                s3 += w * x[i, p + 3, k]
+            zrow[p, j] = s0
+            zrow[p + 1, j] = s1
+            zrow[p + 2, j] = s2
+            zrow[p + 3, j] = s3
+            total += _sigma(s0, act) + _sigma(s1, act) + _sigma(s2, act) + _sigma(s3, act)
+        p += 4
+    while p < P:
+        for j in range(J):
+            s0 = 0.0
+            for k in range(d):
+                s0 += W[m, j, k] * x[i, p, k]
+            zrow[p, j] = s0
+            total += _sigma(s0, act)
+        p += 1
+    return total
+
+
+@njit(cache=True, inline="always")
+def _add_expert_gradient(x, i, zrow, scale, act, grad):
+    """grad (J, d) += scale · Σ_p σ'(z_{p,j}) x_i⁽ᵖ⁾: sample i's term of (E.2)."""
+    P, d = x.shape[1], x.shape[2]
+    J = zrow.shape[1]
+    p = 0
+    while p + 4 <= P:
+        for j in range(J):
+            g0 = scale * _sigma_prime(zrow[p, j], act)
+            g1 = scale * _sigma_prime(zrow[p + 1, j], act)
+            g2 = scale * _sigma_prime(zrow[p + 2, j], act)
+            g3 = scale * _sigma_prime(zrow[p + 3, j], act)
+            for k in range(d):
+                grad[j, k] += (
+                    g0 * x[i, p, k] + g1 * x[i, p + 1, k] + g2 * x[i, p + 2, k] + g3 * x[i, p + 3, k]
+                )
+        p += 4
+    while p < P:
+        for j in range(J):
+            g0 = scale * _sigma_prime(zrow[p, j], act)
+            for k in range(d):
+                grad[j, k] += g0 * x[i, p, k]
+        p += 1
+
+
+@njit(cache=True)
+def _sum_buffers(buffers):
+    total = np.zeros(buffers.shape[1:], dtype=buffers.dtype)
+    for c in range(buffers.shape[0]):
+        total += buffers[c]
+    return total
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def routed_forward(x, W, routes, act):
+    """Each sample through its routed expert only: f_{m_i}(x_i) (3.1) and pre-activations z (n, P, J)."""
+    n, P = x.shape[0], x.shape[1]
+    z = np.empty((n, P, W.shape[1]), dtype=x.dtype)
+    f = np.empty(n, dtype=x.dtype)
+    for i in prange(n):
+        f[i] = _expert_on_sample(x, i, W, routes[i], z[i], act)
+    return f, z
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def routed_backward(x, z, routes, coef, M, act):
+    """Σ_{i: m_i = m} coef_i Σ_p σ'(z_{i,p,j}) x_i⁽ᵖ⁾ for each (m, j): the sum in (E.2), shape (M, J, d)."""
+    n, d = x.shape[0], x.shape[2]
+    buffers = np.zeros((CHUNKS, M, z.shape[2], d), dtype=x.dtype)
+    for c in prange(CHUNKS):
+        for i in range(c * n // CHUNKS, (c + 1) * n // CHUNKS):
+            _add_expert_gradient(x, i, z[i], coef[i], act, buffers[c, routes[i]])
+    return _sum_buffers(buffers)
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def routed_step(x, W, routes, margin_scale, act):
+    """Fused forward and backward of the routed loss mean_i ℓ(s_i f_{m_i}(x_i)), ℓ logistic.
+
+    margin_scale s_i = y_i π_{m_i}(x_i). Returns f (n,) and Σ_i ℓ'(s_i f_i) s_i / n ·
+    Σ_p σ'(z) x_i⁽ᵖ⁾ per expert, i.e. ∇_W of (3.3) by (E.2), reading each sample once.
+    """
+    n, P, d = x.shape
+    M, J = W.shape[0], W.shape[1]
+    f = np.empty(n, dtype=x.dtype)
+    buffers = np.zeros((CHUNKS, M, J, d), dtype=x.dtype)
+    for c in prange(CHUNKS):
+        zrow = np.empty((P, J), dtype=x.dtype)
+        for i in range(c * n // CHUNKS, (c + 1) * n // CHUNKS):
+            m = routes[i]
+            f[i] = _expert_on_sample(x, i, W, m, zrow, act)
+            margin = margin_scale[i] * f[i]
+            slope = (
+                -1.0 / (1.0 + math.exp(margin))
+                if margin < 0
+                else -math.exp(-margin) / (1.0 + math.exp(-margin))
+            )
+            _add_expert_gradient(x, i, zrow, slope * margin_scale[i] / n, act, buffers[c, m])
+    return f, _sum_buffers(buffers)
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def dense_forward(x, W, act):
+    """Every expert on every sample, f_m(x_i) (3.1), shape (n, M): for dispatch analysis and baselines."""
+    n, P = x.shape[0], x.shape[1]
+    M, J = W.shape[0], W.shape[1]
+    out = np.empty((n, M), dtype=x.dtype)
+    for i in prange(n):
+        zrow = np.empty((P, J), dtype=x.dtype)
+        for m in range(M):
+            out[i, m] = _expert_on_sample(x, i, W, m, zrow, act)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def perturbed_argmax(h, seed, noise, a, b):
+    """Top-1 routes argmax_m {h_{i,m} + r_{i,m}} for a batch h (n, M), noise r drawn in the kernel."""
+    n, M = h.shape
+    key = stream_key(seed)
+    routes = np.empty(n, dtype=np.int64)
+    for i in prange(n):
+        best = -np.inf
+        arg = 0
+        for m in range(M):
+            v = h[i, m] + _noise(key, i * M + m, noise, a, b)
+            if v > best:
+                best = v
+                arg = m
+        routes[i] = arg
+    return routes
+
+
+@njit(cache=True, parallel=True)
+def routing_counts(h, draws, seed, noise, a, b):
+    """How often each expert wins argmax_m {h_m + r_m} over `draws` noise draws for one h (M,)."""
+    M = h.shape[0]
+    key = stream_key(seed)
+    counts = np.zeros((CHUNKS, M), dtype=np.int64)
+    for c in prange(CHUNKS):
+        for t in range(c * draws // CHUNKS, (c + 1) * draws // CHUNKS):
+            best = -np.inf
+            arg = 0
+            for m in range(M):
+                v = h[m] + _noise(key, t * M + m, noise, a, b)
+                if v > best:
+                    best = v
+                    arg = m
+            counts[c, arg] += 1
+    return counts.sum(axis=0)

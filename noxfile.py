@@ -1,0 +1,70 @@
+"""The lab's entry points: `nox -s verify` (every claim's verdict), `nox -s tests`, fuzz, bench, lint."""
+
+import nox
+
+nox.options.sessions = ["lint", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHON = "3.11"
+
+
+def _install(session: nox.Session, extras: str = "test") -> None:
+    session.install("-e", f".[{extras}]")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Unit tests, checks under the `ci` Hypothesis profile, benchmarks run once as plain tests."""
+    _install(session, "test,plots")
+    session.run("pytest", "--benchmark-disable", "-m", "not slow", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def verify(session: nox.Session) -> None:
+    """Every registered claim check at its quick tier; the table and reports/verify.json."""
+    _install(session, "plots,progress")
+    args = session.posargs or ["--json", "reports/verify.json"]
+    session.run("python", "-m", "lab", "verify", *args)
+
+
+@nox.session(python=PYTHON, default=False)
+def fuzz(session: nox.Session) -> None:
+    """Hypothesis `fuzz` profile: many examples, example database kept under .hypothesis/."""
+    _install(session)
+    session.run(
+        "pytest",
+        "-m",
+        "not slow",
+        "tests",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={"HYPOTHESIS_PROFILE": "fuzz"},
+    )
+
+
+@nox.session(python=PYTHON, default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks with autosave, a compare-fail threshold against the last run, and a Markdown report."""
+    _install(session)
+    import glob
+
+    previous = sorted(glob.glob(".benchmarks/*/*.json"))
+    compare = ["--benchmark-compare", "--benchmark-compare-fail=min:25%"] if previous else []
+    session.run(
+        "pytest",
+        "benchmarks",
+        "--benchmark-only",
+        "--benchmark-autosave",
+        *compare,
+        *session.posargs,
+    )
+    session.run("python", "-m", "lab", "bench-report", "--out", "reports/bench.md")
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
