@@ -1,4 +1,4 @@
-"""The MoE layer of Chen et al. 2022 (Sec. 3.2–3.3): router, gate, CNN experts, loss (3.3), gradients (E.1)–(E.2).
+"""The MoE layer of Chen et al. 2022 (Sec. 3.2–3.3): router, gate, experts, loss (3.3), gradients (E.1)–(E.2).
 
 Every function here is plain NumPy and works for complex inputs too, so the exact gradients
 can be tested against complex-step derivatives. The Numba kernels in `lab.kernels` are

@@ -1,4 +1,4 @@
-"""Result records: the one type every check, test and report speaks (CLAIMS.md, "What a result looks like").
+"""Result records: the type every check, test and report speaks (CLAIMS.md, "What a result looks like")."""
 
 from __future__ import annotations
 
