@@ -113,6 +113,33 @@ def run_verify(args: argparse.Namespace) -> int:
     return 0 if not bad else 1
 
 
+def run_replicate(args: argparse.Namespace) -> int:
+    """Run each named replication target in turn; the worst exit status wins."""
+    targets = registry.replications()
+    unknown = [t for t in args.targets if t not in targets]
+    if unknown:
+        known = ", ".join(sorted(targets)) or "none registered"
+        raise UsageError(f"unknown replication target(s) {', '.join(unknown)}; known: {known}")
+    return max(targets[t][1](args) for t in args.targets)
+
+
+def _settings(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a comma list of 1-4, got {text!r}") from None
+    if not values or any(v not in (1, 2, 3, 4) for v in values):
+        raise argparse.ArgumentTypeError(f"must be a comma list of 1-4, got {text!r}")
+    return values
+
+
+def _positive_int(text: str) -> int:
+    value = _nonnegative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
 def _nonnegative_int(text: str) -> int:
     try:
         value = int(text)
@@ -139,6 +166,22 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", metavar="PATH", help="also write the records as JSON")
     verify.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     verify.set_defaults(run=run_verify)
+    targets = registry.replications()
+    replicate = sub.add_parser(
+        "replicate",
+        help="replicate a paper's table or figure beside the paper's numbers",
+        description="targets: " + ", ".join(f"{k} ({v[0]})" for k, v in sorted(targets.items())),
+    )
+    replicate.add_argument("targets", nargs="+", metavar="TARGET")
+    replicate.add_argument("--settings", type=_settings, default=[1, 2, 3, 4], help="e.g. 1,3")
+    replicate.add_argument("--seeds", type=_positive_int, default=10, help="runs per cell (default 10)")
+    replicate.add_argument("--seed", type=_nonnegative_int, default=0, help="base seed (default 0)")
+    replicate.add_argument("--variant", choices=("paper", "reference-code"), default="paper")
+    replicate.add_argument("--tier", choices=registry.TIERS, default="full")
+    replicate.add_argument("--json", metavar="PATH", help="write the runs as JSON")
+    replicate.add_argument("--out", metavar="DIR", default="reports", help="folder for tables/figures")
+    replicate.add_argument("--quiet", action="store_true", help="no progress bar")
+    replicate.set_defaults(run=run_replicate)
     for name, (help_text, configure) in sorted(registry.commands().items()):
         command = sub.add_parser(name, help=help_text)
         command.set_defaults(run=configure(command))

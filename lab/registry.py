@@ -71,6 +71,27 @@ def register_command(name: str, help: str) -> Callable:
     return decorate
 
 
+_REPLICATIONS: dict[str, tuple[str, Callable]] = {}
+
+
+def register_replication(name: str, help: str) -> Callable:
+    """Decorator for `run(args) -> int`: a target of `python -m lab replicate NAME`.
+
+    `args` carries the shared replicate options (settings, seeds, seed, variant, json, out,
+    quiet, tier); each target validates the ones it uses and writes its own reports.
+    """
+
+    def decorate(run: Callable) -> Callable:
+        _REPLICATIONS[name] = (help, run)
+        return run
+
+    return decorate
+
+
+def replications() -> dict[str, tuple[str, Callable]]:
+    return dict(_REPLICATIONS)
+
+
 def load_plugins() -> None:
     """Import every package that advertises checks or commands (entry-point group moe_lab.plugins)."""
     for entry in entry_points(group=PLUGIN_GROUP):
