@@ -255,7 +255,7 @@ def check_router_sum(rng, *, gate: str = "softmax", mutate: str | None = None, n
 
 
 def router_softmax_term(x, y, params: MoEParams, routes, pi) -> np.ndarray:
-    """Second sum of (E.1), (1/n) Σ_i ℓ'_i π_{m_i} y_i f_{m_i} π_m Σ_p x_i⁽ᵖ⁾; adding it back mutates (E.1)."""
+    """Second sum of (E.1): (1/n) Σ_i ℓ'_i π_{m_i} y_i f_{m_i} π_m Σ_p x_i⁽ᵖ⁾; adding it mutates (E.1)."""
     f = routed_expert_outputs(x, params.W, routes, "cubic")
     pi_routed = routed_gate_values(x, params.Theta, routes)
     common = logistic_loss_derivative(y * pi_routed * f) * y * pi_routed * f / x.shape[0]
