@@ -5,21 +5,19 @@ import nox
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
-PYTHON = "3.11"
-
 
 def _install(session: nox.Session, extras: str = "test") -> None:
     session.install("-e", f".[{extras}]")
 
 
-@nox.session(python=PYTHON)
+@nox.session
 def tests(session: nox.Session) -> None:
     """Unit tests, checks under the `ci` Hypothesis profile, benchmarks run once as plain tests."""
     _install(session, "test,plots")
     session.run("pytest", "--benchmark-disable", "-m", "not slow", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@nox.session
 def verify(session: nox.Session) -> None:
     """Every registered claim check at its quick tier; the table and reports/verify.json."""
     _install(session, "plots,progress")
@@ -27,7 +25,7 @@ def verify(session: nox.Session) -> None:
     session.run("python", "-m", "lab", "verify", *args)
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(default=False)
 def fuzz(session: nox.Session) -> None:
     """Hypothesis `fuzz` profile: many examples, example database kept under .hypothesis/."""
     _install(session)
@@ -43,7 +41,7 @@ def fuzz(session: nox.Session) -> None:
     )
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks with autosave, a compare-fail threshold against the last run, and a Markdown report."""
     _install(session)
@@ -62,7 +60,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "lab", "bench-report", "--out", "reports/bench.md")
 
 
-@nox.session(python=PYTHON)
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check."""
     session.install("ruff")
