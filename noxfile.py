@@ -1,5 +1,7 @@
 """The lab's entry points: `nox -s verify` (every claim's verdict), `nox -s tests`, fuzz, bench, lint."""
 
+from pathlib import Path
+
 import nox
 
 nox.options.sessions = ["lint", "tests"]
@@ -27,17 +29,12 @@ def verify(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def fuzz(session: nox.Session) -> None:
-    """Hypothesis `fuzz` profile: many examples, example database kept under .hypothesis/."""
+    """Hypothesis `fuzz` profile: many examples, database under .hypothesis/ (e.g. `nox -s fuzz -- -k b1_`)."""
     _install(session)
+    paths = [a for a in session.posargs if Path(a.split("::")[0]).exists()]
+    args = session.posargs if paths else ["tests", *session.posargs]
     session.run(
-        "pytest",
-        "-m",
-        "not slow",
-        "tests",
-        "-p",
-        "no:cacheprovider",
-        *session.posargs,
-        env={"HYPOTHESIS_PROFILE": "fuzz"},
+        "pytest", "-m", "not slow", "-p", "no:cacheprovider", *args, env={"HYPOTHESIS_PROFILE": "fuzz"}
     )
 
 
