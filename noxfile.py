@@ -29,7 +29,7 @@ def verify(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def fuzz(session: nox.Session) -> None:
-    """Hypothesis `fuzz` profile: many examples, database kept under .hypothesis/ (`nox -s fuzz -- -k b1_`)."""
+    """Hypothesis `fuzz` profile: many examples, database kept in .hypothesis/ (`nox -s fuzz -- -k b1_`)."""
     _install(session)
     paths = [a for a in session.posargs if Path(a.split("::")[0]).exists()]
     args = session.posargs if paths else ["tests", *session.posargs]
