@@ -15,7 +15,7 @@ def _install(session: nox.Session, extras: str = "test") -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Unit tests, checks under the `ci` Hypothesis profile, benchmarks run once as plain tests."""
-    _install(session, "test,plots")
+    _install(session, "test,plots,dask")
     session.run("pytest", "--benchmark-disable", "-m", "not slow", *session.posargs)
 
 

@@ -133,14 +133,14 @@ def _settings(text: str) -> list[int]:
     return values
 
 
-def _positive_int(text: str) -> int:
-    value = _nonnegative_int(text)
+def positive_int(text: str) -> int:
+    value = nonnegative_int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
     return value
 
 
-def _nonnegative_int(text: str) -> int:
+def nonnegative_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     verify = sub.add_parser("verify", help="run every registered claim check and print verdicts")
     verify.add_argument("--only", metavar="IDS", help="comma-separated claim ids, e.g. B4,B7")
-    verify.add_argument("--seed", type=_nonnegative_int, default=0, help="base seed (default 0)")
+    verify.add_argument("--seed", type=nonnegative_int, default=0, help="base seed (default 0)")
     verify.add_argument("--tier", choices=registry.TIERS, default="quick")
     verify.add_argument("--json", metavar="PATH", help="also write the records as JSON")
     verify.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -174,8 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replicate.add_argument("targets", nargs="+", metavar="TARGET")
     replicate.add_argument("--settings", type=_settings, default=[1, 2, 3, 4], help="e.g. 1,3")
-    replicate.add_argument("--seeds", type=_positive_int, default=10, help="runs per cell (default 10)")
-    replicate.add_argument("--seed", type=_nonnegative_int, default=0, help="base seed (default 0)")
+    replicate.add_argument("--seeds", type=positive_int, default=10, help="runs per cell (default 10)")
+    replicate.add_argument("--seed", type=nonnegative_int, default=0, help="base seed (default 0)")
     replicate.add_argument("--variant", choices=("paper", "reference-code"), default="paper")
     replicate.add_argument("--tier", choices=registry.TIERS, default="full")
     replicate.add_argument("--json", metavar="PATH", help="write the runs as JSON")

@@ -154,6 +154,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a report is meant to be read
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
