@@ -94,32 +94,41 @@ def _sigma_prime(z, code):
 
 
 @njit(cache=True, inline="always")
+def _reduction_chunks(n):
+    """Number of sample chunks for a reduction over n samples: a function of n only, never of threads."""
+    return max(1, min(CHUNKS, n // 512))
+
+
+@njit(cache=True, inline="always")
 def _expert_on_sample(x, i, W, m, zrow, act):
     """z_{p,j} = ⟨w_{m,j}, x_i⁽ᵖ⁾⟩ into zrow (P, J); returns f_m(x_i) = Σ_{p,j} σ(z_{p,j}).
 
-    Patches are taken four at a time so each filter row is loaded once per four products.
+    Tiles of four patches by two filters: each inner loop over d is one vectorised pass that
+    loads six rows and accumulates eight dot products, so every load feeds more than one product.
     """
     P, d = x.shape[1], x.shape[2]
     J = W.shape[1]
-    total = 0.0
     p = 0
     while p + 4 <= P:
-        for j in range(J):
-            s0 = 0.0
-            s1 = 0.0
-            s2 = 0.0
-            s3 = 0.0
+        x0, x1, x2, x3 = x[i, p], x[i, p + 1], x[i, p + 2], x[i, p + 3]
+        j = 0
+        while j < J:
+            u = W[m, j]
+            v = W[m, j + 1] if j + 1 < J else u
+            s0 = s1 = s2 = s3 = t0 = t1 = t2 = t3 = 0.0
             for k in range(d):
-                w = W[m, j, k]
-                s0 += w * x[i, p, k]
-                s1 += w * x[i, p + 1, k]
-                s2 += w * x[i, p + 2, k]
-                s3 += w * x[i, p + 3, k]
-            zrow[p, j] = s0
-            zrow[p + 1, j] = s1
-            zrow[p + 2, j] = s2
-            zrow[p + 3, j] = s3
-            total += _sigma(s0, act) + _sigma(s1, act) + _sigma(s2, act) + _sigma(s3, act)
+                s0 += u[k] * x0[k]
+                s1 += u[k] * x1[k]
+                s2 += u[k] * x2[k]
+                s3 += u[k] * x3[k]
+                t0 += v[k] * x0[k]
+                t1 += v[k] * x1[k]
+                t2 += v[k] * x2[k]
+                t3 += v[k] * x3[k]
+            zrow[p, j], zrow[p + 1, j], zrow[p + 2, j], zrow[p + 3, j] = s0, s1, s2, s3
+            if j + 1 < J:
+                zrow[p, j + 1], zrow[p + 1, j + 1], zrow[p + 2, j + 1], zrow[p + 3, j + 1] = t0, t1, t2, t3
+            j += 2
         p += 4
     while p < P:
         for j in range(J):
@@ -127,42 +136,68 @@ def _expert_on_sample(x, i, W, m, zrow, act):
             for k in range(d):
                 s0 += W[m, j, k] * x[i, p, k]
             zrow[p, j] = s0
-            total += _sigma(s0, act)
         p += 1
+    total = 0.0
+    for p in range(P):
+        for j in range(J):
+            total += _sigma(zrow[p, j], act)
     return total
 
 
 @njit(cache=True, inline="always")
-def _add_expert_gradient(x, i, zrow, scale, act, grad):
-    """grad (J, d) += scale · Σ_p σ'(z_{p,j}) x_i⁽ᵖ⁾: sample i's term of (E.2)."""
+def _slopes(z, scale, act, g):
+    """g (P, J) = scale · σ'(z): the per-patch, per-filter coefficients of sample i's term of (E.2)."""
+    for p in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            g[p, j] = scale * _sigma_prime(z[p, j], act)
+
+
+@njit(cache=True, inline="always")
+def _add_expert_gradient(x, i, g, grad):
+    """grad (J, d) += Σ_p g_{p,j} x_i⁽ᵖ⁾: sample i's term of (E.2) with g from `_slopes`.
+
+    Tiles of four patches by two filters: one vectorised pass over d updates two filter rows.
+    """
     P, d = x.shape[1], x.shape[2]
-    J = zrow.shape[1]
+    J = g.shape[1]
     p = 0
     while p + 4 <= P:
-        for j in range(J):
-            g0 = scale * _sigma_prime(zrow[p, j], act)
-            g1 = scale * _sigma_prime(zrow[p + 1, j], act)
-            g2 = scale * _sigma_prime(zrow[p + 2, j], act)
-            g3 = scale * _sigma_prime(zrow[p + 3, j], act)
+        x0, x1, x2, x3 = x[i, p], x[i, p + 1], x[i, p + 2], x[i, p + 3]
+        j = 0
+        while j + 2 <= J:
+            a0, a1, a2, a3 = g[p, j], g[p + 1, j], g[p + 2, j], g[p + 3, j]
+            b0, b1, b2, b3 = g[p, j + 1], g[p + 1, j + 1], g[p + 2, j + 1], g[p + 3, j + 1]
+            r0, r1 = grad[j], grad[j + 1]
             for k in range(d):
-                grad[j, k] += (
-                    g0 * x[i, p, k] + g1 * x[i, p + 1, k] + g2 * x[i, p + 2, k] + g3 * x[i, p + 3, k]
-                )
+                r0[k] += a0 * x0[k] + a1 * x1[k] + a2 * x2[k] + a3 * x3[k]
+                r1[k] += b0 * x0[k] + b1 * x1[k] + b2 * x2[k] + b3 * x3[k]
+            j += 2
+        if j < J:
+            a0, a1, a2, a3 = g[p, j], g[p + 1, j], g[p + 2, j], g[p + 3, j]
+            r0 = grad[j]
+            for k in range(d):
+                r0[k] += a0 * x0[k] + a1 * x1[k] + a2 * x2[k] + a3 * x3[k]
         p += 4
     while p < P:
         for j in range(J):
-            g0 = scale * _sigma_prime(zrow[p, j], act)
+            a0, r0 = g[p, j], grad[j]
             for k in range(d):
-                grad[j, k] += g0 * x[i, p, k]
+                r0[k] += a0 * x[i, p, k]
         p += 1
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _sum_buffers(buffers):
-    total = np.zeros(buffers.shape[1:], dtype=buffers.dtype)
-    for c in range(buffers.shape[0]):
-        total += buffers[c]
-    return total
+    """Σ_c buffers[c], each entry summed over c in increasing order (parallel over entries)."""
+    chunks = buffers.shape[0]
+    flat = buffers.reshape(chunks, -1)
+    total = np.empty(flat.shape[1], dtype=buffers.dtype)
+    for e in prange(flat.shape[1]):
+        s = flat[0, e]
+        for c in range(1, chunks):
+            s += flat[c, e]
+        total[e] = s
+    return total.reshape(buffers.shape[1:])
 
 
 @njit(cache=True, parallel=True, fastmath=True)
@@ -179,11 +214,16 @@ def routed_forward(x, W, routes, act):
 @njit(cache=True, parallel=True, fastmath=True)
 def routed_backward(x, z, routes, coef, M, act):
     """Σ_{i: m_i = m} coef_i Σ_p σ'(z_{i,p,j}) x_i⁽ᵖ⁾ for each (m, j): the sum in (E.2), shape (M, J, d)."""
-    n, d = x.shape[0], x.shape[2]
-    buffers = np.zeros((CHUNKS, M, z.shape[2], d), dtype=x.dtype)
-    for c in prange(CHUNKS):
-        for i in range(c * n // CHUNKS, (c + 1) * n // CHUNKS):
-            _add_expert_gradient(x, i, z[i], coef[i], act, buffers[c, routes[i]])
+    n, P, d = x.shape
+    J = z.shape[2]
+    chunks = _reduction_chunks(n)
+    buffers = np.zeros((chunks, M, J, d), dtype=x.dtype)
+    for c in prange(chunks):
+        g = np.empty((P, J), dtype=x.dtype)
+        mine = buffers[c]
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            _slopes(z[i], coef[i], act, g)
+            _add_expert_gradient(x, i, g, mine[routes[i]])
     return _sum_buffers(buffers)
 
 
@@ -197,10 +237,12 @@ def routed_step(x, W, routes, margin_scale, act):
     n, P, d = x.shape
     M, J = W.shape[0], W.shape[1]
     f = np.empty(n, dtype=x.dtype)
-    buffers = np.zeros((CHUNKS, M, J, d), dtype=x.dtype)
-    for c in prange(CHUNKS):
+    chunks = _reduction_chunks(n)
+    buffers = np.zeros((chunks, M, J, d), dtype=x.dtype)
+    for c in prange(chunks):
         zrow = np.empty((P, J), dtype=x.dtype)
-        for i in range(c * n // CHUNKS, (c + 1) * n // CHUNKS):
+        mine = buffers[c]
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
             m = routes[i]
             f[i] = _expert_on_sample(x, i, W, m, zrow, act)
             margin = margin_scale[i] * f[i]
@@ -209,7 +251,8 @@ def routed_step(x, W, routes, margin_scale, act):
                 if margin < 0
                 else -math.exp(-margin) / (1.0 + math.exp(-margin))
             )
-            _add_expert_gradient(x, i, zrow, slope * margin_scale[i] / n, act, buffers[c, m])
+            _slopes(zrow, slope * margin_scale[i] / n, act, zrow)
+            _add_expert_gradient(x, i, zrow, mine[m])
     return f, _sum_buffers(buffers)
 
 
