@@ -32,6 +32,7 @@ def test_routed_forward(benchmark, record_rate, problem, impl):
     mod, p = IMPLEMENTATIONS[impl], problem
     f, z = benchmark(_warm(lambda: mod.routed_forward(p["x"], p["W"], p["routes"], CUBIC)))
     np.testing.assert_allclose(f, p["f"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(z, p["z"], rtol=1e-9, atol=1e-12)
     record_rate("routed_forward", 2.0 * N * P * J * D)
 
 
