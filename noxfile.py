@@ -21,9 +21,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def verify(session: nox.Session) -> None:
-    """Every registered claim check at its quick tier; the table and reports/verify.json."""
+    """Every registered claim check at its quick tier; the table, reports/verify.{json,md}."""
     _install(session, "plots,progress")
-    args = session.posargs or ["--json", "reports/verify.json"]
+    args = session.posargs or ["--json", "reports/verify.json", "--markdown", "reports/verify.md"]
     session.run("python", "-m", "lab", "verify", *args)
 
 

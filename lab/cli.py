@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from lab import registry
-from lab.records import Record, write_json_atomic
+from lab.records import Record, write_json_atomic, write_text_atomic
 
 EPILOG = """examples:
   python -m lab verify                      every claim at the quick tier
@@ -96,12 +96,13 @@ def run_verify(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"running {check.name} ...", file=sys.stderr, flush=True)
         records.extend(check.run(args.seed, args.tier))
-    print(format_table(records))
-    findings = format_findings(records)
-    if findings:
-        print("\n" + findings)
     bad = [r for r in records if not r.ok]
-    print(f"\n{len(records) - len(bad)} as expected, {len(bad)} not ({args.tier} tier, seed {args.seed})")
+    findings = format_findings(records)
+    summary = f"{len(records) - len(bad)} as expected, {len(bad)} not ({args.tier} tier, seed {args.seed})"
+    report = format_table(records) + ("\n\n" + findings if findings else "") + "\n\n" + summary + "\n"
+    print(report, end="")
+    if args.markdown:
+        write_text_atomic(args.markdown, report)
     if args.json:
         payload = {
             "records": [r.to_json() for r in records],
@@ -164,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--seed", type=nonnegative_int, default=0, help="base seed (default 0)")
     verify.add_argument("--tier", choices=registry.TIERS, default="quick")
     verify.add_argument("--json", metavar="PATH", help="also write the records as JSON")
+    verify.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
     verify.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     verify.set_defaults(run=run_verify)
     targets = registry.replications()
