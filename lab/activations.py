@@ -34,7 +34,7 @@ def _celu_prime(z: np.ndarray) -> np.ndarray:
 
 
 ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
-    "cubic": (lambda z: z**3, lambda z: 3.0 * z**2),
+    "cubic": (lambda z: z * z * z, lambda z: 3.0 * (z * z)),  # z**3 is a slow pow() call
     "linear": (lambda z: z, lambda z: np.ones_like(z)),
     "relu": (
         lambda z: np.where(_positive(z), z, 0.0 * z),
