@@ -84,3 +84,13 @@ def test_routing_counts(benchmark, problem, impl):
     np.testing.assert_array_equal(counts, twins.routing_counts(p["h"][0], 200_000, 3, 0, 0.0, 1.0))
     benchmark.extra_info["kernel"] = "routing_counts"
     benchmark.extra_info["draws_x_experts"] = 200_000 * M
+
+
+@pytest.mark.parametrize("impl", ["numba", "numpy"])
+def test_softmax_gate(benchmark, problem, impl):
+    benchmark.group = "softmax_gate"
+    mod, p = IMPLEMENTATIONS[impl], problem
+    g, pi = benchmark(_warm(lambda: mod.softmax_gate(p["h"], p["routes"])))
+    np.testing.assert_array_equal(g, pi[np.arange(N), p["routes"]])
+    np.testing.assert_allclose(pi, twins.softmax_gate(p["h"], p["routes"])[1], rtol=1e-12, atol=1e-15)
+    benchmark.extra_info["kernel"] = "softmax_gate"

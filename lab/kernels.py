@@ -256,6 +256,27 @@ def routed_step(x, W, routes, margin_scale, act):
     return f, _sum_buffers(buffers)
 
 
+@njit(cache=True, parallel=True)
+def softmax_gate(h, routes):
+    """π = softmax(h) row by row, stable at any finite logits, and g_i = π_{i, m_i}: the gate of Sec. 3.2."""
+    n, M = h.shape
+    pi = np.empty_like(h)
+    g = np.empty(n, dtype=h.dtype)
+    for i in prange(n):
+        peak = h[i, 0]
+        for m in range(1, M):
+            peak = max(peak, h[i, m])
+        total = 0.0
+        for m in range(M):
+            e = math.exp(h[i, m] - peak)
+            pi[i, m] = e
+            total += e
+        for m in range(M):
+            pi[i, m] /= total
+        g[i] = pi[i, routes[i]]
+    return g, pi
+
+
 @njit(cache=True, parallel=True, fastmath=True)
 def dense_forward(x, W, act):
     """Every expert on every sample, f_m(x_i) (3.1), shape (n, M): for dispatch analysis and baselines."""

@@ -41,7 +41,7 @@ from lab import kernels, load_balancing, twins
 from lab.activations import ACTIVATION_CODES, activation
 from lab.data import Dataset, Signals
 from lab.metrics import accuracy, dispatch_counts, dispatch_entropy, signal_alignment
-from lab.model import gate_values, logistic_loss, logistic_loss_derivative
+from lab.model import logistic_loss, logistic_loss_derivative
 
 GATES = ("softmax", "noisy-logit", "sigmoid")
 LOSSES = ("logistic", "double-softmax-ce")
@@ -246,27 +246,26 @@ def expert_pass(batch: Batch, W: np.ndarray, routes: np.ndarray, gate: np.ndarra
 def gate(h: np.ndarray, routes: np.ndarray, noise: np.ndarray, cfg: TrainConfig):
     """Gate value g_i of the routed expert: π_{m_i} (Sec. 3.2), h_{m_i} + r_{m_i} or sigmoid(h_{m_i}).
 
-    Returns (g, π) with π the softmax for the softmax gate (reused by `gate_backward`), else None.
+    Returns (g, π) with π the softmax for the softmax gate (reused by `router_gradient`), else None.
     """
     rows = np.arange(h.shape[0])
     if cfg.gate == "softmax":
-        pi = gate_values(h)
-        return pi[rows, routes], pi
+        return BACKENDS[cfg.backend].softmax_gate(h, routes)
     if cfg.gate == "noisy-logit":
         return h[rows, routes] + noise, None
     return 0.5 * (1.0 + np.tanh(0.5 * h[rows, routes])), None  # per-expert sigmoid: not shift-invariant
 
 
-def gate_backward(dg: np.ndarray, h: np.ndarray, routes: np.ndarray, g: np.ndarray, pi, cfg: TrainConfig):
-    """∂L/∂h (n, M) from ∂L/∂g_i: for softmax ∂π_{m_i}/∂h_m = π_{m_i}(1[m = m_i] − π_m), as in (E.1)."""
-    rows = np.arange(h.shape[0])
+def router_gradient(s: np.ndarray, routes: np.ndarray, g: np.ndarray, pi, dg: np.ndarray, cfg: TrainConfig):
+    """∇Θ = Σ_i s_i ∂L/∂h_i (E.1) from ∂L/∂g_i; for softmax ∂π_{m_i}/∂h_m = π_{m_i}(1[m = m_i] − π_m)."""
+    rows = np.arange(s.shape[0])
     if cfg.gate == "softmax":
         dh = -(dg * g)[:, None] * pi
         dh[rows, routes] += dg * g
-        return dh
-    dh = np.zeros_like(h)
-    dh[rows, routes] = dg if cfg.gate == "noisy-logit" else dg * g * (1.0 - g)
-    return dh
+    else:
+        dh = np.zeros((s.shape[0], cfg.M))
+        dh[rows, routes] = dg if cfg.gate == "noisy-logit" else dg * g * (1.0 - g)
+    return s.T @ dh
 
 
 def routed_noise(seed: int, routes: np.ndarray, M: int) -> np.ndarray:
@@ -316,11 +315,11 @@ def algorithm1_step(batch: Batch, W: np.ndarray, Theta: np.ndarray, seed: int, c
     routes, noise = route(h, seed, cfg)
     g, pi = gate(h, routes, noise, cfg)
     out = expert_pass(batch, W, routes, g, cfg)
-    dh = gate_backward(out.dF * out.f, h, routes, g, pi, cfg)
+    grad_Theta = router_gradient(batch.s, routes, g, pi, out.dF * out.f, cfg)
     if cfg.load_balancing != "none":
-        dh += load_balancing.gradient(cfg.load_balancing, h, routes, cfg.lb_coef)
+        grad_Theta += batch.s.T @ load_balancing.gradient(cfg.load_balancing, h, routes, cfg.lb_coef)
     W_next = W - expert_step(out.grad_W, cfg, batch.s.shape[1])
-    Theta_next = Theta - cfg.eta_r * (batch.s.T @ dh)
+    Theta_next = Theta - cfg.eta_r * grad_Theta
     return W_next, Theta_next, Step(h, routes, g, out)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.activations import ACTIVATIONS
-from lab.model import expert_outputs, logistic_loss_derivative
+from lab.model import expert_outputs, gate_values, logistic_loss_derivative
 
 _NAMES = list(ACTIVATIONS)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -94,3 +94,9 @@ def routed_step(x, W, routes, margin_scale, act):
     f, z = routed_forward(x, W, routes, act)
     coef = logistic_loss_derivative(margin_scale * f) * margin_scale / x.shape[0]
     return f, routed_backward(x, z, routes, coef, W.shape[0], act)
+
+
+def softmax_gate(h, routes):
+    """π = softmax(h) and the routed gate values g_i = π_{i, m_i}."""
+    pi = gate_values(h)
+    return pi[np.arange(h.shape[0]), routes], pi

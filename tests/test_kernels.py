@@ -78,6 +78,24 @@ def test_multi_chunk_reductions_agree_with_twins(P, d, M, J, dtype):
 
 
 @given(
+    n=st.integers(1, 1500),
+    M=st.integers(1, 9),
+    seed=st.integers(0, 2**31),
+    scale=st.sampled_from([1.0, 1e3, 1e300]),
+    dtype=st.sampled_from([np.float64, np.float32]),
+)
+def test_softmax_gate_agrees_with_twin_at_any_logit_scale(n, M, seed, scale, dtype):
+    rng = np.random.default_rng(seed)
+    h = (rng.normal(size=(n, M)) * min(scale, float(np.finfo(dtype).max) / 10)).astype(dtype)
+    routes = rng.integers(0, M, n)
+    g, pi = kernels.softmax_gate(h, routes)
+    g2, pi2 = twins.softmax_gate(h, routes)
+    assert np.all(np.isfinite(pi)) and pi.dtype == dtype
+    np.testing.assert_allclose(pi, pi2, **TOL[dtype])
+    np.testing.assert_allclose(g, g2, **TOL[dtype])
+
+
+@given(
     n=st.integers(1, 300),
     M=st.integers(1, 9),
     seed=st.integers(0, 2**63 - 1),

@@ -33,9 +33,10 @@ def _gradients(batch, W, Theta, routes, noise, cfg):
     h = batch.s @ Theta
     g, pi = T.gate(h, routes, noise, cfg)
     out = T.expert_pass(batch, W, routes, g, cfg)
-    dh = T.gate_backward(out.dF * out.f, h, routes, g, pi, cfg)
-    dh += load_balancing.gradient(cfg.load_balancing, h, routes, cfg.lb_coef)
-    return out.grad_W, batch.s.T @ dh
+    grad_Theta = T.router_gradient(batch.s, routes, g, pi, out.dF * out.f, cfg)
+    return out.grad_W, grad_Theta + batch.s.T @ load_balancing.gradient(
+        cfg.load_balancing, h, routes, cfg.lb_coef
+    )
 
 
 def _central_difference(fn, point, step=1e-6, directions=4, seed=0):
