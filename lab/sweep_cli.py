@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import lab.sweep_searches  # noqa: F401  (registers the routing-tightness and floor-attainment tasks)
 from lab.cli import positive_int
 from lab.registry import register_command
 from lab.sweep import expand, load_spec, run_sweep
