@@ -103,8 +103,8 @@ def _reduction_chunks(n):
 def _expert_on_sample(x, i, W, m, zrow, act):
     """z_{p,j} = ⟨w_{m,j}, x_i⁽ᵖ⁾⟩ into zrow (P, J); returns f_m(x_i) = Σ_{p,j} σ(z_{p,j}).
 
-    Tiles of four patches by two filters: each inner loop over d is one vectorised pass that
-    loads six rows and accumulates eight dot products, so every load feeds more than one product.
+    Tiles of four patches by four filters: each vectorised pass over d loads eight rows and
+    accumulates sixteen dot products, so every load feeds two products or more.
     """
     P, d = x.shape[1], x.shape[2]
     J = W.shape[1]
@@ -112,23 +112,44 @@ def _expert_on_sample(x, i, W, m, zrow, act):
     while p + 4 <= P:
         x0, x1, x2, x3 = x[i, p], x[i, p + 1], x[i, p + 2], x[i, p + 3]
         j = 0
+        while j + 4 <= J:
+            u0, u1, u2, u3 = W[m, j], W[m, j + 1], W[m, j + 2], W[m, j + 3]
+            s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0.0
+            s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = 0.0
+            for k in range(d):
+                a0, a1, a2, a3 = x0[k], x1[k], x2[k], x3[k]
+                b0, b1, b2, b3 = u0[k], u1[k], u2[k], u3[k]
+                s00 += a0 * b0
+                s01 += a0 * b1
+                s02 += a0 * b2
+                s03 += a0 * b3
+                s10 += a1 * b0
+                s11 += a1 * b1
+                s12 += a1 * b2
+                s13 += a1 * b3
+                s20 += a2 * b0
+                s21 += a2 * b1
+                s22 += a2 * b2
+                s23 += a2 * b3
+                s30 += a3 * b0
+                s31 += a3 * b1
+                s32 += a3 * b2
+                s33 += a3 * b3
+            zrow[p, j], zrow[p, j + 1], zrow[p, j + 2], zrow[p, j + 3] = s00, s01, s02, s03
+            zrow[p + 1, j], zrow[p + 1, j + 1], zrow[p + 1, j + 2], zrow[p + 1, j + 3] = s10, s11, s12, s13
+            zrow[p + 2, j], zrow[p + 2, j + 1], zrow[p + 2, j + 2], zrow[p + 2, j + 3] = s20, s21, s22, s23
+            zrow[p + 3, j], zrow[p + 3, j + 1], zrow[p + 3, j + 2], zrow[p + 3, j + 3] = s30, s31, s32, s33
+            j += 4
         while j < J:
             u = W[m, j]
-            v = W[m, j + 1] if j + 1 < J else u
-            s0 = s1 = s2 = s3 = t0 = t1 = t2 = t3 = 0.0
+            s0 = s1 = s2 = s3 = 0.0
             for k in range(d):
                 s0 += u[k] * x0[k]
                 s1 += u[k] * x1[k]
                 s2 += u[k] * x2[k]
                 s3 += u[k] * x3[k]
-                t0 += v[k] * x0[k]
-                t1 += v[k] * x1[k]
-                t2 += v[k] * x2[k]
-                t3 += v[k] * x3[k]
             zrow[p, j], zrow[p + 1, j], zrow[p + 2, j], zrow[p + 3, j] = s0, s1, s2, s3
-            if j + 1 < J:
-                zrow[p, j + 1], zrow[p + 1, j + 1], zrow[p + 2, j + 1], zrow[p + 3, j + 1] = t0, t1, t2, t3
-            j += 2
+            j += 1
         p += 4
     while p < P:
         for j in range(J):
