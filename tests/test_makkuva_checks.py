@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 import checks.makkuva as mk
 from lab import makkuva_fig1, registry
@@ -14,8 +15,8 @@ EXPECTED = {
     "D1": ["pass", "pass", "detected", "detected", "detected"],
     "D2": ["pass", "pass", "detected", "detected", "finding"],
     "D3": ["pass", "finding", "detected"],
-    "D4": ["pass", "finding"],
-    "D5": ["pass", "pass"],
+    "D4": ["pass", "finding", "detected"],
+    "D5": ["pass", "pass", "detected"],
     "D6": ["finding", "pass", "pass", "detected"],
 }
 
@@ -65,6 +66,26 @@ def test_d4_logic_needs_our_recovery_and_a_stuck_baseline():
     assert [r.verdict for r in mk._d4_records([run(good, stuck), run(good, good)], {})] == ["holds"] * 2
     assert [r.verdict for r in mk._d4_records([run(good, good)], {})] == ["violated"] * 2
     assert [r.verdict for r in mk._d4_records([run(stuck, stuck)], {})] == ["violated"] * 2
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_d4_control_detects_a_wrong_signed_expert_in_l_log(seed):
+    """One quick-tier init: L_log fed Â with row 1 negated misses W* (E_gating > EPS_REC), E_reg unchanged."""
+    config = makkuva_fig1.TIER_CONFIGS["quick"]
+    runs = makkuva_fig1.run_fig1(config, [seed])
+    with threadpool_limits(limits=1, user_api="blas"):
+        control = mk._d4_control(runs, config, {}, np.random.default_rng(seed))
+    assert mk._fig1_holds([replace(runs[0], l2=_run(0.6, 0.9))], "l2")
+    assert control.kind == "negative-control" and control.verdict == "violated" and control.ok
+    assert control.extra["e_gating_mutated"][0] > 2 * mk.EPS_REC
+    assert control.extra["e_reg_mutated (sign-blind, = ours)"][0] == pytest.approx(runs[0].ours.e_reg)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_d5_control_detects_a_far_from_gaussian_input(seed):
+    control = mk.check_d5(seed, "quick")[-1]
+    assert control.kind == "negative-control" and control.verdict == "violated" and control.ok
+    assert control.measured > 4 * mk.EPS_REC
 
 
 def test_d6_search_finds_the_counterexample_and_bernoulli_identity():
