@@ -46,15 +46,17 @@ def bench(session: nox.Session) -> None:
 
     previous = sorted(glob.glob(".benchmarks/*/*.json"))
     compare = ["--benchmark-compare", "--benchmark-compare-fail=min:25%"] if previous else []
-    session.run(
-        "pytest",
-        "benchmarks",
-        "--benchmark-only",
-        "--benchmark-autosave",
-        *compare,
-        *session.posargs,
-    )
-    session.run("python", "-m", "lab", "bench-report", "--out", "reports/bench.md")
+    try:
+        session.run(
+            "pytest",
+            "benchmarks",
+            "--benchmark-only",
+            "--benchmark-autosave",
+            *compare,
+            *session.posargs,
+        )
+    finally:  # the report shows what regressed, so write it even when the comparison fails
+        session.run("python", "-m", "lab", "bench-report", "--out", "reports/bench.md")
 
 
 @nox.session
