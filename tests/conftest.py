@@ -1,7 +1,8 @@
-"""Hypothesis profiles: `ci` (default, derandomized), `dev`, and `fuzz` (many examples, database kept)."""
+"""Hypothesis profiles `ci` (default), `dev` and `fuzz` (database kept), and a loopback Dask cluster."""
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -15,3 +16,27 @@ settings.register_profile(
     **_common,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="module")
+def client():
+    """One two-worker loopback Dask cluster per test module (start-up costs seconds), warmed up."""
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    from lab.sweep_tasks import routing_probability, run_task
+
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            host="127.0.0.1",
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        distributed.Client(cluster) as dask_client,
+    ):
+        warm = {"M": 2, "gap": 0.0, "noise": "uniform", "a": 0.0, "b": 1.0, "draws": 10, "seed": 0}
+        dask_client.run(run_task, routing_probability, warm)  # imports + Numba cache
+        yield dask_client

@@ -106,28 +106,6 @@ def _expanded(config: dict) -> dict:
     return {"M": config["model"]["M"]}
 
 
-@pytest.fixture(scope="module")
-def client():
-    """One two-worker loopback cluster for the module (start-up costs seconds), warmed up."""
-    distributed = pytest.importorskip("distributed")
-    import logging
-
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            host="127.0.0.1",
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        distributed.Client(cluster) as dask_client,
-    ):
-        warm = {"M": 2, "gap": 0.0, "noise": "uniform", "a": 0.0, "b": 1.0, "draws": 10, "seed": 0}
-        dask_client.run(run_task, routing_probability, warm)  # imports + Numba cache
-        yield dask_client
-
-
 def test_key_names_task_configuration_and_lab_version(monkeypatch):
     key = task_key("t", {"a": 1, "b": [1, 2]})
     assert key == task_key("t", {"b": [1, 2], "a": 1})

@@ -211,28 +211,14 @@ def test_defaults_name_every_field_the_tasks_record():
     assert {k for k in TIGHTNESS_DEFAULTS} <= set(t)
 
 
-def test_dask_cluster_equals_sequential_bit_for_bit(tmp_path):
+def test_dask_cluster_equals_sequential_bit_for_bit(tmp_path, client):
     """One small two-worker loopback cluster: the search tasks give the same JSON as in-process."""
-    distributed = pytest.importorskip("distributed")
-    import logging
-
     text = ATTAINMENT.replace('["witness", "relu-cnn", "lookup-search", "linear-cnn"]', '["lookup-search"]')
     spec = load_spec(write_spec(tmp_path, text, "dask"))
     tight = load_spec(write_spec(tmp_path, TIGHTNESS.replace("seed = [0, 1]", "seed = [0]"), "tdask"))
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            host="127.0.0.1",
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        for s in (spec, tight):
-            on_dask = run_sweep(s, store_path=tmp_path / f"{s.name}-dask.sqlite", client=client, quiet=True)
-            assert on_dask.backend.startswith("dask") and on_dask.failed == 0
+    for s in (spec, tight):
+        on_dask = run_sweep(s, store_path=tmp_path / f"{s.name}-dask.sqlite", client=client, quiet=True)
+        assert on_dask.backend.startswith("dask") and on_dask.failed == 0
     for s in (spec, tight):
         run_sweep(s, store_path=tmp_path / f"{s.name}-seq.sqlite", sequential=True, quiet=True)
         keys = [t.key for t in expand(s)]
