@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.polynomial.legendre import leggauss
 
 from lab.data import Signals
+from lab.routing import Uniform, routing_probabilities
+
+UNIFORM_ROUTING = Uniform(0.0, 1.0)  # Algorithm 1's routing noise r ~ Unif[0, 1]
 
 
 def dispatch_counts(cluster: np.ndarray, routes: np.ndarray, K: int, M: int) -> np.ndarray:
@@ -97,33 +99,6 @@ def signal_alignment(W: np.ndarray, Theta: np.ndarray, signals: Signals) -> dict
     }
 
 
-def routing_probabilities(h: np.ndarray, chunk: int = 512) -> np.ndarray:
-    """p_m(h) = P(argmax_{m'} {h_{m'} + r_{m'}} = m) for iid r ~ Unif[0, 1], exactly, shape (n, M).
-
-    p_m = ∫₀¹ Π_{m'≠m} F(h_m − h_{m'} + u) du with F the Unif[0,1] CDF: a piecewise polynomial
-    of degree M − 1 in u, integrated exactly by Gauss–Legendre on each piece between its kinks.
-    """
-    h = np.atleast_2d(np.asarray(h, dtype=float))
-    if h.ndim != 2 or not np.all(np.isfinite(h)):
-        raise ValueError(f"h must be a finite (n, M) array, got shape {h.shape}")
-    M = h.shape[1]
-    nodes, weights = leggauss(max(1, (M + 1) // 2))
-    eye = np.eye(M, dtype=bool)[None, :, None, None, :]
-    out = np.empty_like(h)
-    for start in range(0, h.shape[0], chunk):
-        hb = h[start : start + chunk]
-        gap = hb[:, :, None] - hb[:, None, :]  # (n, m, m'): h_m − h_m'
-        kinks = np.clip(np.concatenate([-gap, 1.0 - gap], axis=2), 0.0, 1.0)
-        ends = np.zeros((*gap.shape[:2], 1))
-        edges = np.sort(np.concatenate([ends, kinks, ends + 1.0], axis=2), axis=2)
-        lo, hi = edges[..., :-1], edges[..., 1:]  # (n, M, pieces)
-        u = 0.5 * (lo + hi)[..., None] + 0.5 * (hi - lo)[..., None] * nodes  # (n, M, pieces, G)
-        cdf = np.clip(gap[:, :, None, None, :] + u[..., None], 0.0, 1.0)  # (n, M, pieces, G, m')
-        integrand = np.where(eye, 1.0, cdf).prod(axis=-1)
-        out[start : start + chunk] = 0.5 * ((hi - lo) * (integrand @ weights)).sum(axis=-1)
-    return out
-
-
 def expert_load(h: np.ndarray) -> np.ndarray:
     """Load_m = Σ_i P(m_i = m) (5.1) for router outputs h (n, M) with Unif[0,1] routing noise, exact."""
-    return routing_probabilities(h).sum(axis=0)
+    return routing_probabilities(h, UNIFORM_ROUTING).sum(axis=0)

@@ -12,6 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from lab import data, kernels
 from lab import metrics as mt
+from lab.routing import routing_probabilities
 
 TABLE4_FINAL = np.array(  # App. A, Table 4: nonlinear MoE, final dispatch (clusters × experts)
     [
@@ -87,19 +88,24 @@ def test_professions_follow_definition_d3():
     assert [s.tolist() for s in sets] == [[], [1], [0, 2]]
 
 
+def _p(h):
+    """Exact routing probabilities under Algorithm 1's Unif[0, 1] noise, as `expert_load` uses them."""
+    return routing_probabilities(h, mt.UNIFORM_ROUTING)
+
+
 def test_routing_probabilities_exact_cases():
     """p(0) = 1/M; h = (g, 0, …, 0) gives p_1 = g + (1 − g^M)/M; a gap ≥ 1 gives p = 0 (Lemma C.4)."""
-    np.testing.assert_allclose(mt.routing_probabilities(np.zeros((1, 5))), 0.2, atol=1e-15)
+    np.testing.assert_allclose(_p(np.zeros((1, 5))), 0.2, atol=1e-15)
     for g in (0.1, 0.5, 0.9):
-        p = mt.routing_probabilities(np.array([[g, 0, 0, 0]]))[0]
+        p = _p(np.array([[g, 0, 0, 0]]))[0]
         assert p[0] == pytest.approx(g + (1 - g**4) / 4, abs=1e-14)
-    p = mt.routing_probabilities(np.array([[2.0, 0.5, 1.0, -1.0]]))[0]
+    p = _p(np.array([[2.0, 0.5, 1.0, -1.0]]))[0]
     assert p[1] == 0.0 and p[3] == 0.0 and p[0] == 1.0
 
 
 @given(hnp.arrays(float, st.tuples(st.integers(1, 4), st.integers(2, 7)), elements=st.floats(-2, 2)))
 def test_routing_probabilities_sum_to_one(h):
-    p = mt.routing_probabilities(h)
+    p = _p(h)
     assert np.all(p >= -1e-15)
     np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-12)
 
@@ -109,7 +115,7 @@ def test_routing_probabilities_agree_with_the_routing_kernel():
     h = np.array([0.3, -0.2, 0.1, 0.25, -0.5, 0.0])
     draws = 200_000
     freq = kernels.routing_counts(h, draws, 11, 0, 0.0, 1.0) / draws
-    p = mt.routing_probabilities(h[None])[0]
+    p = _p(h[None])[0]
     half = 3.3 * np.sqrt(p * (1 - p) / draws)
     assert np.all(np.abs(freq - p) <= half)
     assert mt.expert_load(np.tile(h, (10, 1))).sum() == pytest.approx(10.0)
