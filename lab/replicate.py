@@ -388,7 +388,7 @@ def _without_curves(record: dict) -> dict:
     return {k: v for k, v in record.items() if k != "curves"}
 
 
-def write_figures(target: str, records: list[dict], out: Path) -> list[Path]:
+def write_figures(stem: str, records: list[dict], out: Path) -> list[Path]:
     """Fig. 3 (dispatch entropy over training) and Figs 5–6 (feature/centre learning curves) as PNG."""
     moe = [r for r in records if r["model"].startswith("moe") and r.get("history")]
     if not moe:
@@ -413,7 +413,7 @@ def write_figures(target: str, records: list[dict], out: Path) -> list[Path]:
     ax.set_ylabel("dispatch entropy (6.1), training set")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    written.append(out / f"{target}_entropy.png")
+    written.append(out / f"{stem}_entropy.png")
     fig.savefig(written[-1], dpi=120)
     plt.close(fig)
     for model in sorted({r["model"] for r in moe}):
@@ -436,15 +436,20 @@ def write_figures(target: str, records: list[dict], out: Path) -> list[Path]:
         fig.suptitle(f"{model}, setting {first['setting']}, seed {first['seed']} (colour = k)", fontsize=10)
         fig.tight_layout()
         slug = model.replace(" ", "_").replace("(", "").replace(")", "")
-        written.append(out / f"{target}_curves_{slug}.png")
+        written.append(out / f"{stem}_curves_{slug}.png")
         fig.savefig(written[-1], dpi=120)
         plt.close(fig)
     return written
 
 
+def report_stem(target: str, variant: str) -> str:
+    """File stem of a target's reports: `table1` for the stated model, `table1_reference-code` else."""
+    return target if variant == "paper" else f"{target}_{variant}"
+
+
 def _json_path(target: str, args) -> Path:
     if not args.json:
-        return Path(args.out) / f"{target}.json"
+        return Path(args.out) / f"{report_stem(target, args.variant)}.json"
     path = Path(args.json)
     many = len(getattr(args, "targets", [target])) > 1
     return path.with_name(f"{path.stem}_{target}{path.suffix}") if many else path
@@ -464,7 +469,8 @@ def run_target(target: str, args) -> int:
         f"{'with noise' if args.variant == 'reference-code' else 'noise-free (argmax h)'} for MoEs; "
         "dispatch entropy from the training set's noisy routes at the last step.\n\n"
     )
-    write_text_atomic(out / f"{target}.md", header + table + "\n")
+    stem = report_stem(target, args.variant)
+    write_text_atomic(out / f"{stem}.md", header + table + "\n")
     payload = {
         "runs": [_without_curves(r) for r in records],
         "config": {
@@ -480,11 +486,11 @@ def run_target(target: str, args) -> int:
         "versions": versions(),
     }
     write_json_atomic(_json_path(target, args), payload)
-    figures = write_figures(target, records, out)
+    figures = write_figures(stem, records, out)
     print(header + table)
     if not args.quiet:
         print(
-            f"wrote {out / f'{target}.md'}, {_json_path(target, args)}, {len(figures)} figure(s)",
+            f"wrote {out / f'{stem}.md'}, {_json_path(target, args)}, {len(figures)} figure(s)",
             file=sys.stderr,
         )
     return 0 if all(math.isfinite(r["test_accuracy"]) for r in records) else 1

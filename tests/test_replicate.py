@@ -131,6 +131,17 @@ def test_replicate_target_writes_reports_and_resumes(tiny, tmp_path, monkeypatch
     assert json.loads((tmp_path / "table1.json").read_text())["runs"] == payload["runs"]
 
 
+def test_variants_write_separate_reports(tiny, tmp_path):
+    """One output directory for both variants: reference-code reports never overwrite the stated model's."""
+    assert R.report_stem("table1", "paper") == "table1"
+    assert R.run_target("table1", _args(tmp_path, settings=[1], seeds=1, variant="reference-code")) == 0
+    assert "variant `reference-code`" in (tmp_path / "table1_reference-code.md").read_text()
+    assert json.loads((tmp_path / "table1_reference-code.json").read_text())["config"]["variant"] == (
+        "reference-code"
+    )
+    assert not (tmp_path / "table1.md").exists()
+
+
 def test_format_table_shows_mean_std_paper_and_difference():
     records = [
         {"model": "moe (nonlinear)", "setting": 1, "test_accuracy": acc, "dispatch_entropy": 0.1, "steps": 10}
