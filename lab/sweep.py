@@ -274,13 +274,7 @@ def machine_cores() -> int:
 def _configurations(kind: TaskType, point: dict[str, Any], source: str) -> list[dict[str, Any]]:
     """The full configurations of one grid point (defaults filled in, or the expander's output)."""
     if kind.defaults is not None:
-        unknown = [k for k in point if k not in kind.defaults]
-        if unknown:
-            raise ValueError(
-                f"{source}: field {unknown[0]!r} is not a parameter of task {kind.name!r}; "
-                f"parameters: {', '.join(kind.defaults)}"
-            )
-        return [{**kind.defaults, **point}]
+        return [kind.with_defaults(point, source)]
     if kind.expand is None:
         return [dict(point)]
     takes = kind.expand_args()

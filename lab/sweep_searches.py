@@ -38,7 +38,7 @@ from lab.routing import Gaussian, Gumbel, Noise, Uniform, routing_jacobian, rout
 from lab.routing_exact import GAUSSIAN_TOL
 from lab.routing_tightness import exact_constant, proven_constant, search_constant
 from lab.stats import clopper_pearson
-from lab.sweep_tasks import register_task
+from lab.sweep_tasks import register_task, task_type
 
 NOISES: dict[str, Callable[[float], Noise]] = {
     "uniform": lambda scale: Uniform(0.0, scale),
@@ -66,16 +66,6 @@ MODELS = ("witness", "relu-cnn", "lookup-search", "linear-cnn")
 
 
 # ---------------------------------------------------------------- validation
-
-
-def _checked(params: dict[str, Any], defaults: dict[str, Any], task: str) -> dict[str, Any]:
-    """`params` with the defaults filled in; an unknown field is a ValueError naming it."""
-    unknown = [k for k in params if k not in defaults]
-    if unknown:
-        raise ValueError(
-            f"field {unknown[0]!r} is not a parameter of task {task!r}; parameters: {', '.join(defaults)}"
-        )
-    return {**defaults, **params}
 
 
 def _int(params: dict[str, Any], name: str, least: int) -> int:
@@ -167,7 +157,7 @@ def tightness_table(values: dict[str, list[Any]], results: list[dict[str, Any]])
 @register_task("routing-tightness", defaults=TIGHTNESS_DEFAULTS, report=tightness_table)
 def routing_tightness(params: dict[str, Any]) -> dict[str, Any]:
     """Best constant c of Lemma 5.1 found by the search, /κ, beside κM², 2κ and L*; the bound c·κ tested."""
-    params = _checked(params, TIGHTNESS_DEFAULTS, "routing-tightness")
+    params = task_type("routing-tightness").with_defaults(params)
     name = _choice(params, "noise", tuple(NOISES))
     noise = NOISES[name](_real(params, "scale", 0.0))
     M = _int(params, "M", 2)
@@ -291,7 +281,7 @@ def attainment_table(values: dict[str, list[Any]], results: list[dict[str, Any]]
 @register_task("floor-attainment", defaults=ATTAINMENT_DEFAULTS, report=attainment_table)
 def floor_attainment(params: dict[str, Any]) -> dict[str, Any]:
     """Test error of one patch-additive model (Theorem 4.1) with a Clopper–Pearson CI beside the floor ω/8."""
-    params = _checked(params, ATTAINMENT_DEFAULTS, "floor-attainment")
+    params = task_type("floor-attainment").with_defaults(params)
     config = _data_config(params)
     model = _choice(params, "model", MODELS)
     n = _int(params, "n", 1)

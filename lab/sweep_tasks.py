@@ -43,6 +43,17 @@ class TaskType:
     expand: Callable[..., list[dict[str, Any]]] | None
     report: ReportFunc | None = None
 
+    def with_defaults(self, point: dict[str, Any], source: str = "params") -> dict[str, Any]:
+        """`point` with the task's defaults filled in; a field that is not a parameter is a ValueError."""
+        defaults = self.defaults or {}
+        unknown = [k for k in point if k not in defaults]
+        if unknown:
+            raise ValueError(
+                f"{source}: field {unknown[0]!r} is not a parameter of task {self.name!r}; "
+                f"parameters: {', '.join(defaults)}"
+            )
+        return {**defaults, **point}
+
     def expand_args(self) -> dict[str, inspect.Parameter]:
         """The expander's parameters by name (empty without an expander)."""
         return dict(inspect.signature(self.expand).parameters) if self.expand else {}
