@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 
 from checks.routing_smoothness import FAMILIES, TIGHTNESS_M, exact_router, hypothesis_maximum, pair_ratio
 from checks.routing_strategies import gate_pairs, tie_pairs
+from lab.cli import positive_int, versions
 from lab.records import jsonable, write_json_atomic, write_text_atomic
 from lab.registry import register_command
 from lab.routing import Noise
@@ -136,11 +137,6 @@ def _noise_list(text: str) -> list[str]:
     return names
 
 
-def _positive(text: str) -> int:
-    (value,) = _int_list(text)
-    return value
-
-
 @register_command("tightness", "best Lipschitz constant of Lemma 5.1 found per (noise, M), beside κM²")
 def configure_tightness(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
     parser.description = (
@@ -150,8 +146,8 @@ def configure_tightness(parser: argparse.ArgumentParser) -> Callable[[argparse.N
     parser.add_argument("lemma", choices=["lemma-5.1"], help="the lemma whose constant is searched")
     parser.add_argument("--M", type=_int_list, default=list(TIGHTNESS_M), help="e.g. 2,3,4,8,16,32,64")
     parser.add_argument("--noise", type=_noise_list, default=["uniform", "gaussian", "gumbel"])
-    parser.add_argument("--starts", type=_positive, default=8, help="optimiser starts per cell (default 8)")
-    parser.add_argument("--examples", type=_positive, default=100, help="Hypothesis examples per cell")
+    parser.add_argument("--starts", type=positive_int, default=8, help="optimiser starts per cell")
+    parser.add_argument("--examples", type=positive_int, default=100, help="Hypothesis examples per cell")
     parser.add_argument("--seed", type=int, default=0, help="seed of starts and Hypothesis (default 0)")
     parser.add_argument("--json", metavar="PATH", help="write the rows as JSON")
     parser.add_argument("--plot", metavar="PATH", help="write a PNG plot (log scale in M)")
@@ -164,8 +160,6 @@ def configure_tightness(parser: argparse.ArgumentParser) -> Callable[[argparse.N
         rows = tightness_rows(args.M, noises, args.starts, args.examples, args.seed, args.quiet)
         print(tightness_table(rows))
         if args.json:
-            from lab.cli import versions
-
             settings_used = {"M": args.M, "starts": args.starts, "examples": args.examples, "seed": args.seed}
             write_json_atomic(
                 args.json,
