@@ -248,9 +248,9 @@ def gate(h: np.ndarray, routes: np.ndarray, noise: np.ndarray, cfg: TrainConfig)
 
     Returns (g, π) with π the softmax for the softmax gate (reused by `router_gradient`), else None.
     """
-    rows = np.arange(h.shape[0])
     if cfg.gate == "softmax":
         return BACKENDS[cfg.backend].softmax_gate(h, routes)
+    rows = np.arange(h.shape[0])
     if cfg.gate == "noisy-logit":
         return h[rows, routes] + noise, None
     return 0.5 * (1.0 + np.tanh(0.5 * h[rows, routes])), None  # per-expert sigmoid: not shift-invariant
