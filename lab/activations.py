@@ -46,6 +46,7 @@ ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
 }
 
 ACTIVATION_CODES = {name: code for code, name in enumerate(ACTIVATIONS)}
+ODD_ACTIVATIONS = frozenset({"cubic", "linear", "tanh"})  # σ(−z) = −σ(z), so ±σ(z) = σ(±z)
 
 
 def activation(name: str) -> tuple[Callable, Callable]:

@@ -32,7 +32,7 @@ from lab.metrics import (
 )
 from lab.records import write_json_atomic, write_text_atomic
 from lab.registry import register_replication
-from lab.training import all_expert_outputs, evaluate, prepare, readout_signs, train, variant_config
+from lab.training import all_expert_outputs, effective_filters, evaluate, prepare, train, variant_config
 
 TIER_SIZES = {"full": (16_000, 16_000), "quick": (2_000, 2_000)}  # (train, test): App. A.2 / smoke
 VARIANTS = ("paper", "reference-code")
@@ -272,9 +272,8 @@ def _run_moe(config, signals, train_set, test_set, seed, progress) -> dict:
     report = evaluate(result, test, signals, cfg, seed)
     K = signals.V.shape[0]
     train_counts = dispatch_counts(train_set.cluster, result.last_routes, K, cfg.M)
-    # Def. D.3 on the effective filters a_j w_j: with the two-logit readout and an odd σ,
-    # a_j σ(⟨w_j, x⟩) = σ(⟨a_j w_j, x⟩), so a logit-0 filter points the other way
-    k_star = professions(result.W0 * readout_signs(cfg)[None, :, None], signals.V)
+    # Def. D.3 on the effective filters a_j w_j (a logit-0 filter points the other way)
+    k_star = professions(effective_filters(result.W0, cfg), signals.V)
     sets = profession_sets(k_star, K)
     f_all = all_expert_outputs(test, result.W, cfg)
     acc = expert_cluster_accuracy(test.y, test.cluster, f_all, K)

@@ -38,7 +38,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lab import kernels, load_balancing, twins
-from lab.activations import ACTIVATION_CODES, activation
+from lab.activations import ACTIVATION_CODES, ODD_ACTIVATIONS, activation
 from lab.data import Dataset, Signals
 from lab.metrics import accuracy, dispatch_counts, dispatch_entropy, signal_alignment
 from lab.model import logistic_loss, logistic_loss_derivative
@@ -207,17 +207,25 @@ class StepOutput:
     grad_W: np.ndarray
 
 
+def effective_filters(W: np.ndarray, cfg: TrainConfig) -> np.ndarray:
+    """a_j w_j: with the two-logit readout and an odd σ, a_j σ(⟨w_j, x⟩) = σ(⟨a_j w_j, x⟩) exactly."""
+    return W * readout_signs(cfg)[None, :, None] if cfg.readout == "two-logit" else W
+
+
 def expert_forward(batch: Batch, W: np.ndarray, routes: np.ndarray, cfg: TrainConfig):
     """f_{m_i}(x_i) = Σ_j a_j Σ_p σ(⟨w_{m_i,j}, x_i⁽ᵖ⁾⟩ + b_j) (3.1), and pre-activations z (n, P, J).
 
     Linear experts: f_m = ⟨Σ_j a_j w_{m,j}, s⟩ (the batch holds s as its only patch), so f costs one
-    inner product per sample and z is not needed (None).
+    inner product per sample and z is not needed (None). Other odd σ: the kernel's sum readout of
+    the effective filters a_j w_j, whose z = a_j ⟨w_j, x⟩ has the same σ'(z) (σ' is even).
     """
     if cfg.activation == "linear":
         u = np.einsum("j,mjd->md", readout_signs(cfg), W)
         return np.einsum("nd,nd->n", batch.xk[:, 0], u[routes]), None
-    f, z = BACKENDS[cfg.backend].routed_forward(batch.xk, W, routes, ACTIVATION_CODES[cfg.activation])
-    if cfg.readout == "two-logit":
+    odd = cfg.activation in ODD_ACTIVATIONS
+    W_eff = effective_filters(W, cfg) if odd else W
+    f, z = BACKENDS[cfg.backend].routed_forward(batch.xk, W_eff, routes, ACTIVATION_CODES[cfg.activation])
+    if cfg.readout == "two-logit" and not odd:
         f = activation(cfg.activation)[0](z).sum(axis=1) @ readout_signs(cfg)
     return f, z
 
@@ -452,8 +460,9 @@ def moe_outputs(batch: Batch, Theta, W, cfg: TrainConfig, noise_seed: int | None
 
 def all_expert_outputs(batch: Batch, W: np.ndarray, cfg: TrainConfig) -> np.ndarray:
     """f_m(x_i) for every expert and sample, shape (n, M) (for per-expert accuracy on each Ω_k)."""
-    if cfg.readout == "sum":
-        return BACKENDS[cfg.backend].dense_forward(batch.xk, W, ACTIVATION_CODES[cfg.activation])
+    if cfg.readout == "sum" or cfg.activation in ODD_ACTIVATIONS:
+        W_eff = effective_filters(W, cfg)
+        return BACKENDS[cfg.backend].dense_forward(batch.xk, W_eff, ACTIVATION_CODES[cfg.activation])
     every = np.ones(batch.n, dtype=np.int64)
     return np.stack([expert_forward(batch, W, m * every, cfg)[0] for m in range(W.shape[0])], axis=1)
 

@@ -10,6 +10,7 @@ import pytest
 
 from lab import baselines, data, load_balancing, model, twins
 from lab import training as T
+from lab.activations import activation
 
 SMALL = data.DataConfig(K=2, P=4, d=8)
 
@@ -58,6 +59,7 @@ OPTIONS = [
     {"load_balancing": "importance", "lb_coef": 0.3},
     {"activation": "linear", "bias": True},
     {"activation": "tanh", "readout": "two-logit", "bias": True},
+    {"activation": "gelu", "readout": "two-logit"},  # not odd: the readout recomputes σ(z)
     dict(T.REFERENCE_CODE),
 ]
 
@@ -129,6 +131,26 @@ def test_linear_experts_collapse_to_patch_sum(bias):
     full = ds.x if not bias else np.concatenate([ds.x, np.ones((*ds.x.shape[:2], 1))], axis=2)
     expected = twins.routed_forward(full, W, routes, 1)[0]
     np.testing.assert_allclose(f, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("act", ["cubic", "tanh", "gelu"])
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_two_logit_readout_is_the_signed_filter_sum(act, backend):
+    """f = Σ_j a_j Σ_p σ(⟨w_j, x⁽ᵖ⁾⟩ + b_j) whether the signs are folded into odd σ's filters or not."""
+    _signals, ds = _problem()
+    cfg = T.TrainConfig(M=2, J=4, activation=act, bias=True, readout="two-logit", backend=backend)
+    batch = T.prepare(ds, cfg)
+    W = np.random.default_rng(6).normal(size=(2, 4, batch.xk.shape[2]))
+    routes = np.arange(ds.n) % 2
+    sigma = activation(act)[0]
+    z = np.einsum("npd,njd->npj", batch.xk, W[routes])
+    expected = sigma(z).sum(axis=1) @ T.readout_signs(cfg)
+    np.testing.assert_allclose(T.expert_forward(batch, W, routes, cfg)[0], expected, rtol=1e-12, atol=1e-12)
+    every = np.stack(
+        [sigma(np.einsum("npd,jd->npj", batch.xk, W[m])).sum(axis=1) @ T.readout_signs(cfg) for m in (0, 1)],
+        axis=1,
+    )
+    np.testing.assert_allclose(T.all_expert_outputs(batch, W, cfg), every, rtol=1e-12, atol=1e-12)
 
 
 def test_normalized_expert_step():
