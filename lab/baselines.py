@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from lab.activations import ODD_ACTIVATIONS
 from lab.data import Dataset
 from lab.metrics import accuracy
 from lab.training import (
@@ -84,6 +85,7 @@ class SingleConfig:
         )
 
 
+SIGNED_READOUT = "two-logit"  # a_j = −1 for the first J/2 filters, +1 for the rest
 SINGLE_REFERENCE_CODE = {
     "input_scale": 10.0,
     "bias": True,
@@ -96,10 +98,17 @@ SINGLE_REFERENCE_CODE = {
 
 
 def single_config(variant: str = "paper", **overrides: Any) -> SingleConfig:
-    """SingleConfig for a variant; the authors' code uses Adam lr 0.003 for the linear model."""
+    """SingleConfig for a variant; the authors' code uses Adam lr 0.003 for the linear model.
+
+    A σ that is not odd (relu, celu, gelu) gets the signed readout a_j = ±1 of Thm 4.1's F unless
+    `readout` is given: (3.1)'s plain sum of ReLU filters is ≥ 0 and cannot classify. For odd σ and
+    a symmetric init the two readouts are the same model in law (a_j σ(z) = σ(a_j z)).
+    """
     if variant not in ("paper", "reference-code"):
         raise ValueError(f"variant must be 'paper' or 'reference-code', got {variant!r}")
     base: dict[str, Any] = dict(SINGLE_REFERENCE_CODE) if variant == "reference-code" else {}
+    if overrides.get("activation", SingleConfig.activation) not in ODD_ACTIVATIONS:
+        base["readout"] = SIGNED_READOUT
     if variant == "reference-code" and overrides.get("activation") == "linear":
         base["lr"] = 0.003
     return SingleConfig(**{**base, **overrides})

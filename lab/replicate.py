@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from lab import data
-from lab.baselines import single_accuracy, single_config, train_single
+from lab.activations import ODD_ACTIVATIONS
+from lab.baselines import SIGNED_READOUT, single_accuracy, single_config, train_single
 from lab.metrics import (
     dispatch_counts,
     dispatch_entropy,
@@ -69,7 +70,8 @@ def _moe(act: str, label: str, paper: dict[int, tuple], **params: Any) -> Cell:
 
 def _single(act: str, filters: int, label: str, paper: dict[int, tuple]) -> Cell:
     model = "single (linear)" if act == "linear" else "single (nonlinear)"
-    return Cell(model, label, {"activation": act, "filters": filters}, paper)
+    signed = {} if act in ODD_ACTIVATIONS else {"readout": SIGNED_READOUT}  # see `single_config`
+    return Cell(model, label, {"activation": act, "filters": filters, **signed}, paper)
 
 
 _T3 = {  # Table 3 (settings 1–4); Table 1 is its settings 1–2 with 128 filters
@@ -248,8 +250,8 @@ def run_one(config: dict, progress: bool = False) -> dict:
 
 
 def _run_single(config, train_set, test_set, seed, progress) -> dict:
-    steps = {"steps": config["steps"]} if "steps" in config else {}
-    cfg = single_config(config["variant"], J=config["filters"], activation=config["activation"], **steps)
+    options = {key: config[key] for key in ("steps", "readout") if key in config}
+    cfg = single_config(config["variant"], J=config["filters"], activation=config["activation"], **options)
     result = train_single(train_set, cfg, seed, progress)
     test = prepare(test_set, cfg.expert_config())
     return {

@@ -274,7 +274,7 @@ def test_switch_loss_gradient_and_shift_invariance():
 
 
 @pytest.mark.parametrize(
-    "act,variant", list(itertools.product(["linear", "cubic"], ["paper", "reference-code"]))
+    "act,variant", list(itertools.product(["linear", "cubic", "relu"], ["paper", "reference-code"]))
 )
 def test_single_baseline_adam_learns_a_separable_problem(act, variant):
     """A single CNN trained by Adam fits data where only one cluster exists (no feature noise conflict)."""
@@ -285,6 +285,15 @@ def test_single_baseline_adam_learns_a_separable_problem(act, variant):
     acc = baselines.single_accuracy(result, T.prepare(ds, cfg.expert_config()), cfg)
     assert acc > 95.0
     assert result.history["loss"][-1] < result.history["loss"][0]
+
+
+def test_single_models_with_a_non_odd_activation_get_the_signed_readout():
+    """(3.1)'s plain sum of ReLU filters is ≥ 0, so relu/celu/gelu singles read out a_j = ±1 (Thm 4.1)."""
+    assert baselines.single_config("paper", activation="relu").readout == "two-logit"
+    assert baselines.single_config("paper", activation="gelu").readout == "two-logit"
+    assert baselines.single_config("paper", activation="cubic").readout == "sum"
+    assert baselines.single_config("paper", activation="tanh").readout == "sum"
+    assert baselines.single_config("paper", activation="relu", readout="sum").readout == "sum"
 
 
 def test_single_config_validation():
