@@ -217,17 +217,19 @@ def expert_forward(batch: Batch, W: np.ndarray, routes: np.ndarray, cfg: TrainCo
 
     Linear experts: f_m = ⟨Σ_j a_j w_{m,j}, s⟩ (the batch holds s as its only patch), so f costs one
     inner product per sample and z is not needed (None). Other odd σ: the kernel's sum readout of
-    the effective filters a_j w_j, whose z = a_j ⟨w_j, x⟩ has the same σ'(z) (σ' is even).
+    the effective filters a_j w_j, whose z = a_j ⟨w_j, x⟩ has the same σ'(z) (σ' is even). Two logits
+    and a σ that is not odd: logit 1 − logit 0, each the kernel's sum readout of its half of the filters.
     """
     if cfg.activation == "linear":
         u = np.einsum("j,mjd->md", readout_signs(cfg), W)
         return np.einsum("nd,nd->n", batch.xk[:, 0], u[routes]), None
-    odd = cfg.activation in ODD_ACTIVATIONS
-    W_eff = effective_filters(W, cfg) if odd else W
-    f, z = BACKENDS[cfg.backend].routed_forward(batch.xk, W_eff, routes, ACTIVATION_CODES[cfg.activation])
-    if cfg.readout == "two-logit" and not odd:
-        f = activation(cfg.activation)[0](z).sum(axis=1) @ readout_signs(cfg)
-    return f, z
+    forward, code = BACKENDS[cfg.backend].routed_forward, ACTIVATION_CODES[cfg.activation]
+    if cfg.readout == "sum" or cfg.activation in ODD_ACTIVATIONS:
+        return forward(batch.xk, effective_filters(W, cfg), routes, code)
+    half = W.shape[1] // 2
+    f0, z0 = forward(batch.xk, np.ascontiguousarray(W[:, :half]), routes, code)
+    f1, z1 = forward(batch.xk, np.ascontiguousarray(W[:, half:]), routes, code)
+    return f1 - f0, np.concatenate([z0, z1], axis=2)
 
 
 def expert_pass(batch: Batch, W: np.ndarray, routes: np.ndarray, gate: np.ndarray, cfg: TrainConfig):
