@@ -69,3 +69,10 @@ def test_single_expert_check_detects_weak_feature_noise():
     record = C.check_single("cubic", weak, 600, 120, 0, "negative-control")
     assert record.verdict == "violated" and record.measured > C.OPTIMAL_SINGLE
     assert math.isfinite(record.ci[0])
+
+
+def test_single_expert_check_refuses_a_cnn_at_chance():
+    """(3.1)'s plain sum of ReLU filters is ≥ 0 (one class for every x): B3 calls that not-applicable."""
+    record = C.check_single("relu", data.setting(3), 600, 60, 0, "premise", readout="sum")
+    assert record.verdict == "not-applicable" and not record.ok
+    assert record.ci[0] <= C.CHANCE
