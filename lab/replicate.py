@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from lab import data
-from lab.activations import ODD_ACTIVATIONS
-from lab.baselines import SIGNED_READOUT, single_accuracy, single_config, train_single
+from lab.baselines import SingleConfig, single_accuracy, single_config, train_single
 from lab.metrics import (
     dispatch_counts,
     dispatch_entropy,
@@ -70,7 +69,8 @@ def _moe(act: str, label: str, paper: dict[int, tuple], **params: Any) -> Cell:
 
 def _single(act: str, filters: int, label: str, paper: dict[int, tuple]) -> Cell:
     model = "single (linear)" if act == "linear" else "single (nonlinear)"
-    signed = {} if act in ODD_ACTIVATIONS else {"readout": SIGNED_READOUT}  # see `single_config`
+    readout = single_config(activation=act).readout  # the rule is `single_config`'s
+    signed = {} if readout == SingleConfig.readout else {"readout": readout}  # keys of (3.1) runs unchanged
     return Cell(model, label, {"activation": act, "filters": filters, **signed}, paper)
 
 

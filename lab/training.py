@@ -212,6 +212,11 @@ def effective_filters(W: np.ndarray, cfg: TrainConfig) -> np.ndarray:
     return W * readout_signs(cfg)[None, :, None] if cfg.readout == "two-logit" else W
 
 
+def _sum_of_effective_filters(cfg: TrainConfig) -> bool:
+    """True when f is the kernels' sum readout of `effective_filters`: sum readout, or an odd σ."""
+    return cfg.readout == "sum" or cfg.activation in ODD_ACTIVATIONS
+
+
 def expert_forward(batch: Batch, W: np.ndarray, routes: np.ndarray, cfg: TrainConfig):
     """f_{m_i}(x_i) = Σ_j a_j Σ_p σ(⟨w_{m_i,j}, x_i⁽ᵖ⁾⟩ + b_j) (3.1), and pre-activations z (n, P, J).
 
@@ -224,7 +229,7 @@ def expert_forward(batch: Batch, W: np.ndarray, routes: np.ndarray, cfg: TrainCo
         u = np.einsum("j,mjd->md", readout_signs(cfg), W)
         return np.einsum("nd,nd->n", batch.xk[:, 0], u[routes]), None
     forward, code = BACKENDS[cfg.backend].routed_forward, ACTIVATION_CODES[cfg.activation]
-    if cfg.readout == "sum" or cfg.activation in ODD_ACTIVATIONS:
+    if _sum_of_effective_filters(cfg):
         return forward(batch.xk, effective_filters(W, cfg), routes, code)
     half = W.shape[1] // 2
     f0, z0 = forward(batch.xk, np.ascontiguousarray(W[:, :half]), routes, code)
@@ -462,7 +467,7 @@ def moe_outputs(batch: Batch, Theta, W, cfg: TrainConfig, noise_seed: int | None
 
 def all_expert_outputs(batch: Batch, W: np.ndarray, cfg: TrainConfig) -> np.ndarray:
     """f_m(x_i) for every expert and sample, shape (n, M) (for per-expert accuracy on each Ω_k)."""
-    if cfg.readout == "sum" or cfg.activation in ODD_ACTIVATIONS:
+    if _sum_of_effective_filters(cfg):
         W_eff = effective_filters(W, cfg)
         return BACKENDS[cfg.backend].dense_forward(batch.xk, W_eff, ACTIVATION_CODES[cfg.activation])
     every = np.ones(batch.n, dtype=np.int64)

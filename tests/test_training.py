@@ -59,7 +59,7 @@ OPTIONS = [
     {"load_balancing": "importance", "lb_coef": 0.3},
     {"activation": "linear", "bias": True},
     {"activation": "tanh", "readout": "two-logit", "bias": True},
-    {"activation": "gelu", "readout": "two-logit"},  # not odd: the readout recomputes σ(z)
+    {"activation": "gelu", "readout": "two-logit"},  # not odd: two half-width kernel forwards
     dict(T.REFERENCE_CODE),
 ]
 

@@ -71,8 +71,11 @@ def test_single_expert_check_detects_weak_feature_noise():
     assert math.isfinite(record.ci[0])
 
 
-def test_single_expert_check_refuses_a_cnn_at_chance():
-    """(3.1)'s plain sum of ReLU filters is ≥ 0 (one class for every x): B3 calls that not-applicable."""
-    record = C.check_single("relu", data.setting(3), 600, 60, 0, "premise", readout="sum")
+def test_single_expert_check_holds_for_a_trained_relu_cnn_and_refuses_one_at_chance():
+    """B3 premise: a ReLU CNN read out a_j = ±1 learns (above chance) and stays ≤ 87.5 % on setting 3.
+    Control: (3.1)'s plain sum of ReLU filters is ≥ 0 (one class for every x): not-applicable."""
+    premise = C.check_single("relu", data.setting(3), 600, 100, 0, "premise")
+    assert premise.verdict == "holds" and premise.ok and premise.ci[0] > C.CHANCE
+    record = C.check_single("relu", data.setting(3), 600, 100, 0, "premise", readout="sum")
     assert record.verdict == "not-applicable" and not record.ok
     assert record.ci[0] <= C.CHANCE
