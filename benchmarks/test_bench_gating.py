@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lab import gating
+from lab.shazeer2017 import gating
 
 N, M, K = 16_000, 64, 2
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from lab import kernels, twins
+from lab.kernels import routed as kernels
+from lab.kernels import routed_numpy as twins
 
 N, P, D, M, J = 16_000, 4, 50, 8, 16
 IMPLEMENTATIONS = {"numba": kernels, "numpy": twins}

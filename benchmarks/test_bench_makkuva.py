@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from lab.gated_regression import GaussianInput, paper_model, sample
-from lab.makkuva_losses import L4Regularisers, l_log, l_log_gradient, output_transforms, sample_l4_gradient
+from lab.makkuva2020.gated_regression import GaussianInput, paper_model, sample
+from lab.makkuva2020.losses import (
+    L4Regularisers,
+    l_log,
+    l_log_gradient,
+    output_transforms,
+    sample_l4_gradient,
+)
 
 REG = L4Regularisers(0.05, 4.0, 2.0)
 

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from lab import kernels, twins
-from lab.routing import Gaussian, Uniform, routing_probabilities
-from lab.stats import clopper_pearson
+from lab.chen2022.routing import Gaussian, Uniform, routing_probabilities
+from lab.core.stats import clopper_pearson
+from lab.kernels import routed as kernels
+from lab.kernels import routed_numpy as twins
 
 M_EXACT = 64
 M_MC, DRAWS = 16, 200_000

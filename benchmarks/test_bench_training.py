@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from lab import data, training
+from lab.chen2022 import data, training
 
 N, M, J = 16_000, 8, 16
 SEED = 12345

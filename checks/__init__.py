@@ -1,12 +1,7 @@
-"""Claim checks: one module per paper or claim group, each registering its checks with `lab.registry`.
+"""Claim checks by paper (`chen2022`, `makkuva2020`, `shazeer2017`) and their Hypothesis strategies.
 
-Importing this package imports every module in it, so a check appears in `python -m lab
-verify` by being defined in a module here (the package is found through the
-`moe_lab.plugins` entry point; `lab` never imports `checks`).
+Each check is a plain function `check(seed, tier) -> Record | list[Record]` declared with
+`lab.core.registry.register(claim, ..., name=...)`. The registry finds them through the
+`moe_lab.plugins` entry points in pyproject.toml, which name these packages; `lab` never
+imports `checks`.
 """
-
-import importlib
-import pkgutil
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")

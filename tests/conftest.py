@@ -24,7 +24,7 @@ def client():
     distributed = pytest.importorskip("distributed")
     import logging
 
-    from lab.sweep_tasks import routing_probability, run_task
+    from lab.sweeps.tasks import routing_probability, run_task
 
     with (
         distributed.LocalCluster(
@@ -40,3 +40,21 @@ def client():
         warm = {"M": 2, "gap": 0.0, "noise": "uniform", "a": 0.0, "b": 1.0, "draws": 10, "seed": 0}
         dask_client.run(run_task, routing_probability, warm)  # imports + Numba cache
         yield dask_client
+
+
+@pytest.fixture
+def registered():
+    """`registered(fn_or_declaration)` puts it into its registry for one test and takes it out after."""
+    from lab.core import registry
+
+    added = []
+
+    def add(item):
+        for declaration in getattr(item, registry.ATTRIBUTE, (item,)):
+            registry.add(declaration)
+            added.append(declaration)
+        return item
+
+    yield add
+    for declaration in added:
+        registry.remove(declaration)

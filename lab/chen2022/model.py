@@ -1,0 +1,158 @@
+"""The MoE layer of Chen et al. 2022 (Sec. 3.2–3.3): router, gate, experts, loss (3.3), gradients (E.1)–(E.2).
+
+Every function here is plain NumPy and works for complex inputs too, so the exact gradients
+can be tested against complex-step derivatives. The Numba kernels in `lab.kernels.routed` are
+the fast twins of `expert_outputs`/`routed_expert_outputs` and of the expert gradient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from lab.kernels import routed as kernels
+from lab.kernels.activations import ACTIVATION_CODES, activation
+
+
+@dataclass
+class MoEParams:
+    """Router Θ (d, M) and expert filters W (M, J, d): w_{m,j} = W[m, j]."""
+
+    Theta: np.ndarray
+    W: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.W.ndim != 3 or self.Theta.ndim != 2:
+            raise ValueError(
+                f"need W of shape (M, J, d) and Theta (d, M), got {self.W.shape}, {self.Theta.shape}"
+            )
+        M, _, d = self.W.shape
+        if self.Theta.shape != (d, M):
+            raise ValueError(f"Theta must have shape (d, M) = {(d, M)}, got {self.Theta.shape}")
+
+    @property
+    def M(self) -> int:
+        return self.W.shape[0]
+
+    @property
+    def J(self) -> int:
+        return self.W.shape[1]
+
+
+def init_params(M: int, J: int, d: int, sigma0: float, rng: np.random.Generator) -> MoEParams:
+    """Algorithm 1, lines 1–2: W⁽⁰⁾ ~ N(0, σ0²) entrywise, Θ⁽⁰⁾ = 0."""
+    for name, value in (("M", M), ("J", J), ("d", d)):
+        if not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if not (np.isfinite(sigma0) and sigma0 > 0):
+        raise ValueError(f"sigma0 must be a positive finite number, got {sigma0}")
+    return MoEParams(Theta=np.zeros((d, M)), W=rng.normal(0.0, sigma0, size=(M, J, d)))
+
+
+def router_logits(x: np.ndarray, Theta: np.ndarray) -> np.ndarray:
+    """Gating output h(x; Θ) = Σ_p Θᵀ x⁽ᵖ⁾ (Sec. 3.2), shape (n, M)."""
+    return x.sum(axis=1) @ Theta
+
+
+def gate_values(h: np.ndarray) -> np.ndarray:
+    """Route gate values π = softmax(h) along the last axis, stable at any finite logits."""
+    shifted = h - np.max(np.real(h), axis=-1, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def expert_outputs(x: np.ndarray, W: np.ndarray, act: str = "cubic") -> np.ndarray:
+    """Every expert on every sample, f_m(x; W) = Σ_j Σ_p σ(⟨w_{m,j}, x⁽ᵖ⁾⟩) (3.1), shape (n, M)."""
+    sigma, _ = activation(act)
+    M, J, d = W.shape
+    z = x @ W.reshape(M * J, d).T  # (n, P, M*J)
+    return sigma(z).reshape(x.shape[0], x.shape[1], M, J).sum(axis=(1, 3))
+
+
+def routed_expert_outputs(x: np.ndarray, W: np.ndarray, routes: np.ndarray, act: str = "cubic") -> np.ndarray:
+    """f_{m_i}(x_i; W) for each sample's routed expert m_i, shape (n,)."""
+    return np.take_along_axis(expert_outputs(x, W, act), routes[:, None], axis=1)[:, 0]
+
+
+def noisy_routes(h: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Top-1 routing m_i = argmax_m {h_m(x_i) + r_{m,i}} (Sec. 3.3); ties go to the lowest index."""
+    return np.argmax(h + r, axis=-1)
+
+
+def logistic_loss(z: np.ndarray) -> np.ndarray:
+    """ℓ(z) = log(1 + e^{−z}), finite for |z| up to 1e300 (and analytic for complex-step)."""
+    z = np.asarray(z)
+    if not np.iscomplexobj(z):
+        return np.logaddexp(0.0, -z)
+    out = np.empty_like(z)
+    pos = np.real(z) >= 0
+    out[pos] = np.log1p(np.exp(-z[pos]))
+    out[~pos] = -z[~pos] + np.log1p(np.exp(z[~pos]))
+    return out
+
+
+def logistic_loss_derivative(z: np.ndarray) -> np.ndarray:
+    """ℓ'(z) = −1 / (1 + e^{z}), in (−1, 0), finite everywhere."""
+    z = np.asarray(z)
+    if not np.iscomplexobj(z):
+        return -special.expit(-z)
+    return -1.0 / (1.0 + np.exp(z))
+
+
+def perturbed_loss(x, y, params: MoEParams, routes: np.ndarray, act: str = "cubic") -> float:
+    """Perturbed empirical loss L⁽ᵗ⁾ (3.3) = mean ℓ(y_i π_{m_i}(x_i) f_{m_i}(x_i)) for given routes."""
+    pi = gate_values(router_logits(x, params.Theta))
+    pi_routed = np.take_along_axis(pi, routes[:, None], axis=1)[:, 0]
+    f = routed_expert_outputs(x, params.W, routes, act)
+    return logistic_loss(y * pi_routed * f).mean()
+
+
+def perturbed_loss_gradients(
+    x: np.ndarray,
+    y: np.ndarray,
+    params: MoEParams,
+    routes: np.ndarray,
+    act: str = "cubic",
+    backend: str = "numpy",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact gradients of (3.3): ∇_Θ by (E.1), shape (d, M), and ∇_W by (E.2), shape (M, J, d).
+
+    backend="numba" computes the expert forward and (E.2) with the routed kernels of
+    `lab.kernels.routed`; backend="numpy" uses the plain formulas (and accepts complex inputs).
+    """
+    n = x.shape[0]
+    s = x.sum(axis=1)
+    pi = gate_values(s @ params.Theta)
+    pi_routed = np.take_along_axis(pi, routes[:, None], axis=1)[:, 0]
+    if backend == "numba":
+        f, grad_w = kernels.routed_step(x, params.W, routes, y * pi_routed, ACTIVATION_CODES[act])
+    elif backend == "numpy":
+        f = routed_expert_outputs(x, params.W, routes, act)
+    else:
+        raise ValueError(f"backend must be 'numpy' or 'numba', got {backend!r}")
+    lp = logistic_loss_derivative(y * pi_routed * f)
+    # (E.1): ∇θ_m = (1/n) Σ_i ℓ'_i π_{m_i} y_i f_{m_i} (1[m_i = m] − π_m) Σ_p x_i⁽ᵖ⁾
+    common = lp * y * pi_routed * f / n
+    onehot = np.zeros_like(pi)
+    onehot[np.arange(n), routes] = 1.0
+    grad_theta = s.T @ (common[:, None] * (onehot - pi))
+    if backend == "numpy":
+        # (E.2): ∇w_{m,j} = (1/n) Σ_{i: m_i = m} ℓ'_i π_m y_i Σ_p σ'(⟨w_{m,j}, x_i⁽ᵖ⁾⟩) x_i⁽ᵖ⁾
+        grad_w = expert_gradient(x, params.W, routes, lp * y * pi_routed / n, act)
+    return grad_theta, grad_w
+
+
+def expert_gradient(
+    x: np.ndarray, W: np.ndarray, routes: np.ndarray, coef: np.ndarray, act: str
+) -> np.ndarray:
+    """Σ_{i: m_i = m} coef_i Σ_p σ'(⟨w_{m,j}, x_i⁽ᵖ⁾⟩) x_i⁽ᵖ⁾ for every (m, j): the body of (E.2)."""
+    _, sigma_prime = activation(act)
+    grad = np.zeros(W.shape, dtype=np.result_type(x, W, coef))
+    for m in range(W.shape[0]):
+        mine = routes == m
+        xm = x[mine]
+        g = sigma_prime(xm @ W[m].T) * coef[mine, None, None]  # (n_m, P, J)
+        grad[m] = np.einsum("npj,npd->jd", g, xm)
+    return grad

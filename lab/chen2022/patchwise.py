@@ -1,0 +1,516 @@
+"""Patch-additive classifiers F(x) = Σ_p f(x⁽ᵖ⁾) and the orbit argument of Theorem 4.1 (App. B).
+
+Chen et al. 2022, Theorem 4.1: if D_α = D_γ, every F(x) = Σ_p f(x⁽ᵖ⁾) errs with probability
+≥ 1/8. The proof pairs each sample with ε = −y into an orbit of four equally likely points whose
+margins sum to zero, so at least one of the four is misclassified.
+
+Per-patch functions f: R^d → R are callables on arrays (..., d) → (...): two-layer CNN filter
+banks (`CNNFilter`), polynomials in projections (`ProjectionPolynomial`) and discontinuous lookup
+tables on projections (`ProjectionLookup`, which covers thresholds and sign). Two derived results
+live here too: the floor ω/8 when D_α and D_γ only partly overlap (`orbit_floor`) and an f that
+attains it exactly (`attaining_witness`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from lab.chen2022.data import CENTER, FEATURE, FEATURE_NOISE, DataConfig, Dataset, Signals, UniformRange
+from lab.chen2022.model import MoEParams, gate_values, routed_expert_outputs, router_logits
+from lab.core.stats import DEFAULT_LEVEL, clopper_pearson
+from lab.kernels.activations import ACTIVATIONS, activation
+
+FLOOR = 1.0 / 8.0  # Theorem 4.1
+UNIT_ROUNDOFF = 2.0**-53
+# |cos(z, u)| above which a patch counts as aligned with u: signal patches reach 1 − O(d·u), while
+# a Gaussian noise patch gets there with probability ~ (2·10⁻⁹)^((d−1)/2), nil even for d = 4.
+ALIGNED_COSINE = 1.0 - 1e-9
+
+PatchFunction = Callable[[np.ndarray], np.ndarray]
+
+
+def _array(value, name: str, ndim: int, dtype=float) -> np.ndarray:
+    array = np.asarray(value, dtype=dtype)
+    if array.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-d array, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite")
+    return array
+
+
+def _contract(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Σ_i a[..., i] b[j, i] (or b[i] for 1-d b), the same bits for a row wherever it sits in `a`.
+
+    BLAS matmul does not give that: on stacked small matrices its result depends on the row's
+    position in the block (measured: up to 7e-15 apart for d = 50), which would break the exact
+    cancellation of the orbit's margins. einsum without optimisation never calls BLAS.
+    """
+    return np.einsum("...i,ji->...j" if b.ndim == 2 else "...i,i->...", a, b)
+
+
+def _projections(U: np.ndarray, z: np.ndarray) -> np.ndarray:
+    z = np.asarray(z, dtype=float)
+    if z.ndim < 1 or z.shape[-1] != U.shape[1]:
+        raise ValueError(f"patches must have last axis d = {U.shape[1]}, got shape {z.shape}")
+    return _contract(z, U)
+
+
+@dataclass(frozen=True, eq=False)
+class CNNFilter:
+    """Two-layer CNN filter bank f(z) = Σ_j a_j σ(⟨w_j, z⟩ + b_j) (below Theorem 4.1); W is (J, d)."""
+
+    W: np.ndarray
+    b: np.ndarray
+    a: np.ndarray
+    act: str = "linear"
+
+    def __post_init__(self) -> None:
+        W = _array(self.W, "W", 2)
+        b, a = _array(self.b, "b", 1), _array(self.a, "a", 1)
+        if b.shape != (W.shape[0],) or a.shape != (W.shape[0],):
+            raise ValueError(f"b and a must have shape (J,) = ({W.shape[0]},), got {b.shape}, {a.shape}")
+        if self.act not in ACTIVATIONS:
+            raise ValueError(f"act must be one of {sorted(ACTIVATIONS)}, got {self.act!r}")
+        object.__setattr__(self, "W", W)
+        object.__setattr__(self, "b", b)
+        object.__setattr__(self, "a", a)
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        sigma, _ = activation(self.act)
+        return _contract(sigma(_projections(self.W, z) + self.b), self.a)
+
+    def describe(self) -> str:
+        return f"{self.act} CNN, {self.W.shape[0]} filters with biases"
+
+
+@dataclass(frozen=True, eq=False)
+class ProjectionPolynomial:
+    """f(z) = Σ_t c_t Π_i ⟨u_i, z⟩^{e_ti}: a polynomial in the projections on directions u_i (rows of U)."""
+
+    U: np.ndarray
+    exponents: np.ndarray
+    coef: np.ndarray
+
+    def __post_init__(self) -> None:
+        U, coef = _array(self.U, "U", 2), _array(self.coef, "coef", 1)
+        exponents = _array(self.exponents, "exponents", 2, dtype=np.int64)
+        if exponents.shape != (coef.shape[0], U.shape[0]) or np.any(exponents < 0):
+            raise ValueError(
+                f"exponents must be non-negative integers of shape (T, m) = ({coef.shape[0]}, "
+                f"{U.shape[0]}), got shape {exponents.shape}"
+            )
+        object.__setattr__(self, "U", U)
+        object.__setattr__(self, "exponents", exponents)
+        object.__setattr__(self, "coef", coef)
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        proj = _projections(self.U, z)
+        powers = [np.ones_like(proj)]
+        for _ in range(int(self.exponents.max(initial=0))):
+            powers.append(powers[-1] * proj)
+        table = np.stack(powers, axis=-1)  # (..., m, degree + 1): ⟨u_i, z⟩^e
+        terms = table[..., np.arange(self.U.shape[0]), self.exponents]  # (..., T, m)
+        return _contract(terms.prod(axis=-1), self.coef)
+
+    def describe(self) -> str:
+        return (
+            f"polynomial of degree {int(self.exponents.sum(axis=1).max())} in {self.U.shape[0]} projections"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class ProjectionLookup:
+    """f(z) = Σ_i T[i, bin(⟨u_i, z⟩)]: lookup tables on projections (edges split R into E + 1 bins).
+
+    Thresholds and sign are lookups with one edge. With `min_cosine`, a patch reads only the row of
+    the direction it is aligned with (|⟨u_i, z⟩| ≥ min_cosine·‖z‖, at most one row for orthonormal
+    u_i and min_cosine > 1/√2) and every non-aligned patch, e.g. Gaussian noise, gets f(z) = 0.
+    """
+
+    U: np.ndarray
+    edges: np.ndarray
+    table: np.ndarray
+    min_cosine: float | None = None
+
+    def __post_init__(self) -> None:
+        U, edges, table = (
+            _array(self.U, "U", 2),
+            _array(self.edges, "edges", 1),
+            _array(self.table, "table", 2),
+        )
+        if edges.size and np.any(np.diff(edges) <= 0):
+            raise ValueError("edges must be strictly increasing")
+        if table.shape != (U.shape[0], edges.size + 1):
+            raise ValueError(
+                f"table must have shape (m, E + 1) = {(U.shape[0], edges.size + 1)}, got {table.shape}"
+            )
+        if self.min_cosine is not None and not np.sqrt(0.5) < self.min_cosine <= 1.0:
+            raise ValueError(f"min_cosine must lie in (1/√2, 1] or be None, got {self.min_cosine}")
+        object.__setattr__(self, "U", U)
+        object.__setattr__(self, "edges", edges)
+        object.__setattr__(self, "table", table)
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        proj = _projections(self.U, z)
+        values = self.table[np.arange(self.U.shape[0]), np.searchsorted(self.edges, proj, side="right")]
+        if self.min_cosine is not None:
+            norm = np.linalg.norm(z, axis=-1, keepdims=True)
+            values = np.where((np.abs(proj) >= self.min_cosine * norm) & (norm > 0), values, 0.0)
+        return values.sum(axis=-1)
+
+    def describe(self) -> str:
+        kind = "aligned-patch" if self.min_cosine is not None else "summed"
+        return f"{kind} lookup on {self.U.shape[0]} projections, {self.edges.size + 1} bins"
+
+
+def _check_x(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 3:
+        raise ValueError(f"x must have shape (n, P, d), got {x.shape}")
+    return x
+
+
+@dataclass(frozen=True, eq=False)
+class PatchAdditive:
+    """F(x) = Σ_p f(x⁽ᵖ⁾), the function class of Theorem 4.1 (every CNN and ensemble of CNNs)."""
+
+    f: PatchFunction
+
+    def patch_values(self, x: np.ndarray) -> np.ndarray:
+        """f on every patch, shape (n, P)."""
+        x = _check_x(x)
+        values = np.asarray(self.f(x), dtype=float)
+        if values.shape != x.shape[:2]:
+            raise ValueError(f"f must map (n, P, d) to (n, P) = {x.shape[:2]}, got {values.shape}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError("f returned non-finite values")
+        return values
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.patch_values(x).sum(axis=1)
+
+    def magnitude(self, x: np.ndarray) -> np.ndarray:
+        """Σ_p |f(x⁽ᵖ⁾)|: the size of the summands, the scale of F's rounding error."""
+        return np.abs(self.patch_values(x)).sum(axis=1)
+
+
+@dataclass(frozen=True, eq=False)
+class PatchProduct:
+    """Negative control for B1: F(x) = Π_p f(x⁽ᵖ⁾) is not patch-additive."""
+
+    f: PatchFunction
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return PatchAdditive(self.f).patch_values(x).prod(axis=1)
+
+    def magnitude(self, x: np.ndarray) -> np.ndarray:
+        return np.abs(self(x))
+
+
+@dataclass(frozen=True, eq=False)
+class RoutedMoE:
+    """Negative control for B1: the MoE output π_m(x) f_m(x) with m = argmax_m h_m(x; Θ) (Sec. 3.2)."""
+
+    params: MoEParams
+    act: str = "cubic"
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = _check_x(x)
+        h = router_logits(x, self.params.Theta)
+        routes = np.argmax(h, axis=1)
+        pi = np.take_along_axis(gate_values(h), routes[:, None], axis=1)[:, 0]
+        return pi * routed_expert_outputs(x, self.params.W, routes, self.act)
+
+    def magnitude(self, x: np.ndarray) -> np.ndarray:
+        return np.abs(self(x))
+
+
+Classifier = PatchAdditive | PatchProduct | RoutedMoE
+
+
+@dataclass(frozen=True)
+class Orbit:
+    """The four points of App. B for each sample with ε = −y: x (4, m, P, d) and labels (4, m)."""
+
+    x: np.ndarray
+    labels: np.ndarray
+
+    @property
+    def m(self) -> int:
+        return self.labels.shape[1]
+
+
+def orbit(data: Dataset, signals: Signals, rng: np.random.Generator) -> Orbit:
+    """App. B: for each sample with ε = −y, with ξ its noise patches, the four points
+
+    ([αyv_k, βc_k, −γyv_k', ξ], y), ([−αyv_k, βc_k, γyv_k', ξ], −y),
+    ([γyv_k', βc_k', −αyv_k, ξ], y), ([−γyv_k', βc_k', αyv_k, ξ], −y),
+    each with its own random patch order. Patches are exact copies or negations of the sample's.
+    """
+    chosen = np.flatnonzero(data.eps == -data.y)
+    if chosen.size == 0:
+        raise ValueError("data has no sample with ε = −y, so there is no orbit to build")
+    x, pos = data.x[chosen], data.positions[chosen]
+    m, P, d = x.shape
+    rows = np.arange(m)
+    feature, centre, noise = (x[rows, pos[:, role]] for role in (FEATURE, CENTER, FEATURE_NOISE))
+    is_noise = np.ones((m, P), dtype=bool)
+    is_noise[rows[:, None], pos] = False
+    xi = x[is_noise].reshape(m, P - 3, d)
+    centre_swapped = data.beta[chosen][:, None] * signals.C[data.noise_cluster[chosen]]
+    roles = [(feature, centre, noise), (-feature, centre, -noise)]
+    roles += [(-noise, centre_swapped, -feature), (noise, centre_swapped, feature)]
+    points = np.stack([np.concatenate([np.stack(r, axis=1), xi], axis=1) for r in roles])
+    order = rng.permuted(np.tile(np.arange(P), (4, m, 1)), axis=2)
+    points = np.take_along_axis(points, order[..., None], axis=2)
+    y = data.y[chosen].astype(float)
+    return Orbit(points, np.stack([y, -y, y, -y]))
+
+
+def orbit_margins(F: Classifier, orb: Orbit) -> np.ndarray:
+    """Margins label·F(x) of the four orbit points, shape (4, m); for patch-additive F they sum to 0."""
+    four, m, P, d = orb.x.shape
+    return orb.labels * F(orb.x.reshape(four * m, P, d)).reshape(four, m)
+
+
+def orbit_residual(F: Classifier, orb: Orbit) -> np.ndarray:
+    """|Σ of the four margins| ÷ Σ of the four points' magnitudes, per orbit (0 when all vanish)."""
+    four, m, P, d = orb.x.shape
+    total = np.abs(orbit_margins(F, orb).sum(axis=0))
+    scale = F.magnitude(orb.x.reshape(four * m, P, d)).reshape(four, m).sum(axis=0)
+    return np.divide(total, scale, out=np.zeros_like(total), where=scale > 0)
+
+
+def summation_allowance(P: int) -> float:
+    """γ_{4P−1} = (4P−1)u / (1 − (4P−1)u): rounding bound for the 4P signed summands of an orbit's margins.
+
+    Rigorous when f gives the same bits for the same patch wherever it sits in the batch; the
+    orbit's patches are exact copies or negations, so the exact sum of the margins is 0.
+    """
+    if not isinstance(P, int | np.integer) or P < 3:
+        raise ValueError(f"P must be an integer >= 3, got {P!r}")
+    n = 4 * P - 1
+    return n * UNIT_ROUNDOFF / (1.0 - n * UNIT_ROUNDOFF)
+
+
+@dataclass(frozen=True)
+class ErrorEstimate:
+    """Test error P(yF(x) ≤ 0) estimated from n samples, with its Clopper–Pearson interval."""
+
+    errors: int
+    n: int
+    ci: tuple[float, float]
+    level: float
+
+    @property
+    def rate(self) -> float:
+        return self.errors / self.n
+
+
+def error_rate(
+    F: Classifier, data: Dataset, level: float = DEFAULT_LEVEL, chunk: int = 8192
+) -> ErrorEstimate:
+    """Monte-Carlo test error P(yF(x) ≤ 0) (ties are errors, as in Theorem 4.1), Clopper–Pearson CI.
+
+    F is evaluated on `chunk` samples at a time, so memory stays flat for any n.
+    """
+    errors = sum(
+        int(np.count_nonzero(data.y[s : s + chunk] * F(data.x[s : s + chunk]) <= 0))
+        for s in range(0, data.n, chunk)
+    )
+    return ErrorEstimate(errors, data.n, clopper_pearson(errors, data.n, level), level)
+
+
+def enumerated_error(F: Classifier, config: DataConfig, signals: Signals) -> float:
+    """Exact error of an F that ignores noise patches and depends on α, β, γ only through their signs.
+
+    Averages 1[yF(x) ≤ 0] over the 4K(K−1) equally likely (k, k', y, ε) of Def. 3.1 with α, β, γ
+    at the midpoints of their supports and zero noise patches (exact for `attaining_witness` when
+    D_α = D_γ).
+    """
+    K, P, d = config.K, config.P, config.d
+    k, kk, y, eps = (g.ravel() for g in np.meshgrid(range(K), range(K), [-1, 1], [-1, 1], indexing="ij"))
+    keep = k != kk
+    k, kk, y, eps = k[keep], kk[keep], y[keep], eps[keep]
+    alpha, beta, gamma = ((r.low + r.high) / 2.0 for r in (config.alpha, config.beta, config.gamma))
+    x = np.zeros((k.size, P, d))
+    x[:, FEATURE] = (y * alpha)[:, None] * signals.V[k]
+    x[:, CENTER] = beta * signals.C[k]
+    x[:, FEATURE_NOISE] = (eps * gamma)[:, None] * signals.V[kk]
+    return float(np.mean(y * F(x) <= 0))
+
+
+def _overlap(alpha: UniformRange, gamma: UniformRange) -> tuple[float, float]:
+    return max(alpha.low, gamma.low), min(alpha.high, gamma.high)
+
+
+def overlap_mass(alpha: UniformRange, gamma: UniformRange) -> float:
+    """ω = ∫∫ min(p_α(a)p_γ(c), p_α(c)p_γ(a)) da dc, the part of the law of (α, γ) invariant under α ↔ γ.
+
+    For uniforms with I = supp α ∩ supp γ this is P(α ∈ I)·P(γ ∈ I) = |I|² / (|supp α|·|supp γ|).
+    """
+    low, high = _overlap(alpha, gamma)
+    width = max(high - low, 0.0)
+    return width**2 / ((alpha.high - alpha.low) * (gamma.high - gamma.low))
+
+
+def orbit_floor(alpha: UniformRange, gamma: UniformRange) -> float:
+    """The orbit argument's floor ω/8 for any D_α, D_γ (1/8 iff D_α = D_γ, 0 for disjoint supports).
+
+    Split the law of (α, γ) as ω·μ_sym + rest with μ_sym invariant under α ↔ γ; on μ_sym the four
+    orbit points of App. B are equally likely and one of them errs, so P(yF ≤ 0) ≥ ½·¼·ω.
+    """
+    return overlap_mass(alpha, gamma) / 8.0
+
+
+def attaining_witness(config: DataConfig, signals: Signals) -> ProjectionLookup:
+    """A per-patch f whose F has error exactly ω/8 = `orbit_floor` (1/8 when D_α = D_γ).
+
+    On patches aligned with a signal (all other patches get 0), with clusters numbered i = 1..K:
+    feature patch t·v_i with |t| in I = supp α ∩ supp γ: i + ½ if t > 0, 0 if t < 0; with |t| only
+    in supp α: 2K·sign(t) (it must be the feature); with |t| only in supp γ: 0 (it must be noise);
+    centre patch β·c_i: −i. Then F = ½ for y = +1, F = −k < 0 for y = −1 unless the feature noise
+    is +γv_k' with k' > k: the only errors are y = −1, ε = +1, k' > k, α, γ ∈ I, of probability ω/8.
+    """
+    K = config.K
+    low, high = _overlap(config.alpha, config.gamma)
+    bounds = [config.alpha.low, config.alpha.high, config.gamma.low, config.gamma.high]
+    edges = np.unique([0.0, *bounds, *(-b for b in bounds)])
+    mids = np.concatenate([[edges[0] - 1.0], (edges[:-1] + edges[1:]) / 2.0, [edges[-1] + 1.0]])
+    size = np.abs(mids)
+    in_overlap = (size >= low) & (size <= high)
+    only_alpha = ~in_overlap & (size >= config.alpha.low) & (size <= config.alpha.high)
+    cluster = np.arange(1, K + 1)[:, None]
+    feature_rows = np.where(in_overlap & (mids > 0), cluster + 0.5, 0.0) + np.where(
+        only_alpha, 2.0 * K * np.sign(mids), 0.0
+    )
+    centre_rows = np.where(mids > 0, -cluster * 1.0, 0.0)
+    return ProjectionLookup(
+        np.vstack([signals.V, signals.C]), edges, np.vstack([feature_rows, centre_rows]), ALIGNED_COSINE
+    )
+
+
+def relu_witness(config: DataConfig, signals: Signals, ramp: float = 0.1) -> CNNFilter:
+    """Two-layer ReLU CNN (4K filters with biases) copying the D_α = D_γ witness's steps.
+
+    Each step value·1[t > 0] on a projection t = ⟨u, z⟩ becomes value·(relu(t − τ0) − relu(t − τ1))
+    / (τ1 − τ0), τ1 = the smallest signal strength, τ0 = (1 − ramp)τ1: exact on signal patches and 0
+    on noise patches whose projections stay below τ0.
+    """
+    if not 0.0 < ramp < 1.0:
+        raise ValueError(f"ramp must lie in (0, 1), got {ramp}")
+    K = config.K
+    rows, thresholds, values = [], [], []
+    for U, tau1, value in (
+        (signals.V, min(config.alpha.low, config.gamma.low), np.arange(1, K + 1) + 0.5),
+        (signals.C, config.beta.low, -np.arange(1, K + 1.0)),
+    ):
+        for shift, sign in ((1.0 - ramp, 1.0), (1.0, -1.0)):
+            rows.append(U)
+            thresholds.append(np.full(K, shift * tau1))
+            values.append(sign * value / (ramp * tau1))
+    return CNNFilter(np.vstack(rows), -np.concatenate(thresholds), np.concatenate(values), "relu")
+
+
+def feature_sum(signals: Signals) -> CNNFilter:
+    """The linear CNN f(z) = Σ_k ⟨v_k, z⟩: F = yα + εγ + noise, optimal when α > γ always."""
+    K = signals.V.shape[0]
+    return CNNFilter(signals.V, np.zeros(K), np.ones(K), "linear")
+
+
+def _signal_directions(signals: Signals) -> np.ndarray:
+    return np.vstack([signals.V, signals.C])
+
+
+def random_cnn(
+    rng: np.random.Generator,
+    signals: Signals,
+    J: int,
+    act: str,
+    bias_scale: float = 1.0,
+    signal_weight: float = 1.0,
+) -> CNNFilter:
+    """Random CNN filters: w_j = signal_weight·(Gaussian mix of v_k, c_k) + N(0, I/d); b_j, a_j Gaussian."""
+    if not isinstance(J, int | np.integer) or J < 1:
+        raise ValueError(f"J must be an integer >= 1, got {J!r}")
+    U = _signal_directions(signals)
+    d = U.shape[1]
+    W = signal_weight * rng.standard_normal((J, U.shape[0])) @ U + rng.standard_normal((J, d)) / np.sqrt(d)
+    return CNNFilter(W, bias_scale * rng.standard_normal(J), rng.standard_normal(J), act)
+
+
+def random_polynomial(
+    rng: np.random.Generator, signals: Signals, degree: int, terms: int
+) -> ProjectionPolynomial:
+    """A random polynomial of total degree ≤ `degree` in the 2K projections ⟨v_k, z⟩, ⟨c_k, z⟩."""
+    if not isinstance(degree, int | np.integer) or degree < 1:
+        raise ValueError(f"degree must be an integer >= 1, got {degree!r}")
+    if not isinstance(terms, int | np.integer) or terms < 1:
+        raise ValueError(f"terms must be an integer >= 1, got {terms!r}")
+    U = _signal_directions(signals)
+    exponents = np.zeros((terms, U.shape[0]), dtype=np.int64)
+    for t in range(terms):
+        for i in rng.integers(0, U.shape[0], size=rng.integers(1, degree + 1)):
+            exponents[t, i] += 1
+    return ProjectionPolynomial(U, exponents, rng.standard_normal(terms))
+
+
+def random_lookup(
+    rng: np.random.Generator, signals: Signals, edges: np.ndarray, aligned: bool = False
+) -> ProjectionLookup:
+    """A lookup table with N(0, 1) entries on the 2K signal projections with the given bin edges."""
+    U = _signal_directions(signals)
+    edges = np.unique(np.asarray(edges, dtype=float))
+    table = rng.standard_normal((U.shape[0], edges.size + 1))
+    return ProjectionLookup(U, edges, table, ALIGNED_COSINE if aligned else None)
+
+
+def search_aligned_lookup(
+    data: Dataset,
+    signals: Signals,
+    edges: np.ndarray,
+    rng: np.random.Generator,
+    restarts: int = 10,
+    sweeps: int = 8,
+) -> ProjectionLookup:
+    """Coordinate descent over integer aligned lookups (values |T| ≤ 2K + 1) minimising the error on `data`.
+
+    A search, not a construction: it sees only the training error, over tables that can compare
+    |projection| magnitudes (bins between `edges`) as well as signs and directions.
+    """
+    U = _signal_directions(signals)
+    edges = np.unique(np.asarray(edges, dtype=float))
+    rows, bins = U.shape[0], edges.size + 1
+    proj = _projections(U, data.x)
+    row = np.argmax(np.abs(proj), axis=-1)
+    t = np.take_along_axis(proj, row[..., None], axis=-1)[..., 0]
+    aligned = np.abs(t) >= ALIGNED_COSINE * np.linalg.norm(data.x, axis=-1)
+    entry = np.where(aligned, row * bins + np.searchsorted(edges, t, side="right"), rows * bins)
+    members = [np.flatnonzero((entry == e).any(axis=1)) for e in range(rows * bins)]
+    counts = [(entry[m] == e).sum(axis=1) for e, m in enumerate(members)]
+    values = np.arange(-2 * signals.V.shape[0] - 1, 2 * signals.V.shape[0] + 2, dtype=float)
+    best, best_errors = None, data.n + 1
+    for _ in range(restarts):
+        table = np.append(rng.choice(values, size=rows * bins), 0.0)
+        F = table[entry].sum(axis=1)
+        for _ in range(sweeps):
+            changed = False
+            for e in rng.permutation(rows * bins):
+                if members[e].size == 0:
+                    continue
+                margin = data.y[members[e], None] * (
+                    F[members[e], None] + counts[e][:, None] * (values[None, :] - table[e])
+                )
+                choice = values[np.argmin((margin <= 0).sum(axis=0))]
+                if choice != table[e]:
+                    F[members[e]] += counts[e] * (choice - table[e])
+                    table[e], changed = choice, True
+            if not changed:
+                break
+        errors = int(np.count_nonzero(data.y * F <= 0))
+        if errors < best_errors:
+            best, best_errors = table[:-1].reshape(rows, bins), errors
+    return ProjectionLookup(U, edges, best, ALIGNED_COSINE)

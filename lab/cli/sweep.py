@@ -1,0 +1,104 @@
+"""`python -m lab sweep run|status|report SPEC`: grids of experiments on Dask with a resumable store.
+
+The spec format is documented in `lab.sweeps.sweep`; examples live in `sweeps/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from lab.cli.main import positive_int
+from lab.core.registry import register_command
+from lab.sweeps.report import build_report, format_status, sweep_status, write_reports
+from lab.sweeps.store import SweepStore
+from lab.sweeps.sweep import expand, load_spec, run_sweep
+
+EPILOG = """examples:
+  python -m lab sweep run sweeps/smoke.toml                 on a local Dask cluster, one worker per core
+  python -m lab sweep run sweeps/table1.toml --scheduler tcp://scheduler-host:8786
+  python -m lab sweep run sweeps/table1.toml --retry-failed  resume, and rerun the failed tasks
+  python -m lab sweep status sweeps/table1.toml
+  python -m lab sweep report sweeps/table1.toml --out reports/sweeps
+"""
+
+
+@register_command("sweep", "run a grid of experiments (Dask or in-process) into a resumable SQLite store")
+def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """Add the run, status and report actions; return the function that dispatches to them."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    run = actions.add_parser("run", help="run the tasks the store does not hold yet")
+    run.add_argument("spec", metavar="SPEC", help="TOML sweep spec (format: lab/sweep.py)")
+    run.add_argument("--scheduler", metavar="ADDR", help="address of a running Dask scheduler")
+    run.add_argument("--workers", type=positive_int, help="local cluster workers (default: one per core)")
+    run.add_argument("--sequential", action="store_true", help="run in-process, one task after another")
+    run.add_argument("--retry-failed", action="store_true", help="rerun tasks that raised")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    status = actions.add_parser("status", help="counts of done, failed and pending tasks")
+    status.add_argument("spec", metavar="SPEC")
+    report = actions.add_parser("report", help="Markdown, JSON and PNG reports from the store")
+    report.add_argument("spec", metavar="SPEC")
+    report.add_argument("--out", metavar="DIR", default="reports/sweeps", help="default reports/sweeps")
+    for action in (run, status, report):
+        action.add_argument("--store", metavar="PATH", help="SQLite store (default: the spec's store)")
+    return _dispatch
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    return {"run": _run, "status": _status, "report": _report}[args.action](args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the sweep; exit 0 when every task is done, 1 when some failed, 130 when interrupted."""
+    spec = load_spec(args.spec)
+    if args.scheduler and (args.workers or args.sequential):
+        raise ValueError("--scheduler: --workers and --sequential apply to local runs only")
+    try:
+        summary = run_sweep(
+            spec,
+            store_path=args.store,
+            scheduler=args.scheduler,
+            workers=args.workers,
+            sequential=args.sequential,
+            retry_failed=args.retry_failed,
+            quiet=args.quiet,
+        )
+    except KeyboardInterrupt:
+        print("interrupted: finished tasks are in the store; run again to resume", file=sys.stderr)
+        return 130
+    print(
+        f"ran {len(summary.ran)} task(s) ({summary.done} done, {summary.failed} failed) on {summary.backend} "
+        f"in {summary.seconds:.1f} s; {summary.already_done} were already done, "
+        f"{summary.failed_skipped} failed earlier and were not retried"
+    )
+    _status(args)
+    return 0 if summary.failed + summary.failed_skipped == 0 else 1
+
+
+def _status(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    tasks = expand(spec)
+    path = Path(args.store or spec.store)
+    if not path.exists():
+        print(f"sweep {spec.name}: no store at {path} yet; {len(tasks)} tasks pending")
+        return 0
+    with SweepStore(path) as store:
+        print(format_status(spec, store, sweep_status(tasks, store)))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    path = Path(args.store or spec.store)
+    if not path.exists():
+        raise ValueError(f"store: no such file {str(path)!r} (run the sweep first)")
+    with SweepStore(path) as store:
+        report = build_report(spec, expand(spec), store)
+    for path in write_reports(report, args.out):
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,1 @@
+"""The lab's machinery: result records, registries, statistics, atomic writes, progress, plots."""

@@ -1,0 +1,131 @@
+"""Result records: the type every check, test and report speaks (CLAIMS.md, "What a result looks like")."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+KINDS = ("premise", "negative-control")
+VERDICTS = ("holds", "violated", "not-applicable")
+
+
+def _finite(value: Any, name: str) -> Any:
+    """Reject NaN and infinities: a record never carries a silent NaN."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"record field {name!r} must be finite, got {value!r}")
+    return value
+
+
+def jsonable(value: Any, name: str = "value") -> Any:
+    """Convert NumPy scalars/arrays and tuples to plain JSON types, refusing NaN/inf."""
+    if hasattr(value, "tolist") and not isinstance(value, str | bytes):
+        value = value.tolist()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v, f"{name}.{k}") for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v, f"{name}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, bool | int | str) or value is None:
+        return value
+    if isinstance(value, float):
+        return _finite(value, name)
+    raise TypeError(f"record field {name!r} has a value of type {type(value).__name__}")
+
+
+@dataclass
+class Record:
+    """Outcome of one check run: measured value, bound, interval, verdict and slack."""
+
+    claim: str
+    statement: str
+    kind: str
+    params: dict[str, Any]
+    measured: float | None
+    bound: float | None
+    verdict: str
+    ci: tuple[float, float] | None = None
+    slack: float | None = None
+    seconds: float | None = None
+    finding: str | None = None
+    note: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.finding is not None and self.kind != "premise":
+            raise ValueError("finding marks apply to premise records only")
+        for name in ("measured", "bound", "slack", "seconds"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, _finite(float(value), name))
+        if self.ci is not None:
+            lo, hi = (float(v) for v in self.ci)
+            self.ci = (_finite(lo, "ci"), _finite(hi, "ci"))
+        self.params = jsonable(self.params, "params")
+        self.extra = jsonable(self.extra, "extra")
+
+    @property
+    def outcome(self) -> str:
+        """How the lab reads this record: the word shown in the table's outcome column."""
+        if self.kind == "negative-control":
+            return "detected" if self.verdict != "holds" else "MISSED"
+        if self.finding is not None:
+            return "finding" if self.verdict != "holds" else "FINDING NOW HOLDS"
+        return "pass" if self.verdict == "holds" else "FAIL"
+
+    @property
+    def ok(self) -> bool:
+        """True when the record is what a working lab should produce (drives the exit code)."""
+        return self.outcome in ("pass", "detected", "finding")
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ci"] = list(self.ci) if self.ci is not None else None
+        data["outcome"] = self.outcome
+        return jsonable(data)
+
+
+def slack_ratio(bound: float, measured: float) -> float | None:
+    """Bound ÷ measured for an upper bound; None when the ratio is meaningless (measured ≤ 0)."""
+    if measured <= 0 or not math.isfinite(bound) or not math.isfinite(measured):
+        return None
+    ratio = bound / measured
+    return ratio if math.isfinite(ratio) else None
+
+
+def upper_bound_record(
+    *,
+    claim: str,
+    statement: str,
+    kind: str,
+    params: dict[str, Any],
+    measured: float,
+    bound: float,
+    ci: tuple[float, float] | None = None,
+    rtol: float = 0.0,
+    **fields: Any,
+) -> Record:
+    """Record for a claim `measured ≤ bound`; with a CI the verdict is decided by its upper end.
+
+    `rtol` is for exact (non-Monte-Carlo) comparisons only: floating-point round-off allowance
+    relative to the bound, stated in the params so it is never a hidden tolerance.
+    """
+    top = ci[1] if ci is not None else measured
+    holds = top <= bound * (1.0 + rtol) + (rtol if bound == 0 else 0.0)
+    if rtol:
+        params = {**params, "rtol": rtol}
+    return Record(
+        claim=claim,
+        statement=statement,
+        kind=kind,
+        params=params,
+        measured=measured,
+        bound=bound,
+        ci=ci,
+        verdict="holds" if holds else "violated",
+        slack=slack_ratio(bound, measured),
+        **fields,
+    )

@@ -1,0 +1,447 @@
+"""Numba kernels for the hot loops; each has a NumPy twin in `lab.kernels.routed_numpy` and a test of both.
+
+Determinism: results never depend on the number of threads. Parallel reductions split the
+samples into a fixed number of chunks (`CHUNKS`), reduce each chunk into its own buffer and
+add the buffers in order. Random noise comes from a counter-based generator (SplitMix64 of
+seed and draw index), so draw (i, m) has the same value whichever thread makes it, and the
+NumPy twin reproduces it bit for bit.
+
+Activation codes follow `lab.kernels.activations.ACTIVATION_CODES`: 0 cubic, 1 linear, 2 relu,
+3 celu, 4 gelu, 5 tanh. Noise codes follow `NOISE_CODES`: uniform on [a, b), Gaussian with
+mean 0 and standard deviation a, Gumbel with location 0 and scale a.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+uint64 = np.uint64
+
+CHUNKS = 64
+NOISE_CODES = {"uniform": 0, "gaussian": 1, "gumbel": 2}
+
+_GOLDEN = uint64(0x9E3779B97F4A7C15)
+_MIX1 = uint64(0xBF58476D1CE4E5B9)
+_MIX2 = uint64(0x94D049BB133111EB)
+_TWO_POW_M53 = 1.0 / 9007199254740992.0
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@njit(cache=True, inline="always")
+def _mix(z):
+    z = (z ^ (z >> uint64(30))) * _MIX1
+    z = (z ^ (z >> uint64(27))) * _MIX2
+    return z ^ (z >> uint64(31))
+
+
+@njit(cache=True, inline="always")
+def _uniform01(key, index):
+    """Counter-based U(0, 1): SplitMix64 output number `index` of the stream keyed by `key`."""
+    z = _mix(key + (uint64(index) + uint64(1)) * _GOLDEN)
+    return (float(z >> uint64(11)) + 0.5) * _TWO_POW_M53
+
+
+@njit(cache=True)
+def stream_key(seed):
+    """Key of the noise stream for an integer seed (the twin is `lab.kernels.routed_numpy.stream_key`)."""
+    return _mix(uint64(seed) * _GOLDEN + _GOLDEN)
+
+
+@njit(cache=True, inline="always")
+def _noise(key, index, code, a, b):
+    if code == 0:
+        return a + (b - a) * _uniform01(key, index)
+    if code == 1:
+        u1 = _uniform01(key, uint64(2) * uint64(index))
+        u2 = _uniform01(key, uint64(2) * uint64(index) + uint64(1))
+        return a * math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+    return -a * math.log(-math.log(_uniform01(key, index)))
+
+
+@njit(cache=True, inline="always")
+def _sigma(z, code):
+    if code == 0:
+        return z * z * z
+    if code == 1:
+        return z
+    if code == 2:
+        return z if z > 0 else 0.0 * z
+    if code == 3:
+        return z if z > 0 else math.expm1(z)
+    if code == 4:
+        return z * 0.5 * (1.0 + math.erf(z * _SQRT_HALF))
+    return math.tanh(z)
+
+
+@njit(cache=True, inline="always")
+def _sigma_prime(z, code):
+    if code == 0:
+        return 3.0 * z * z
+    if code == 1:
+        return 1.0 + 0.0 * z
+    if code == 2:
+        return 1.0 + 0.0 * z if z > 0 else 0.0 * z
+    if code == 3:
+        return 1.0 + 0.0 * z if z > 0 else math.exp(z)
+    if code == 4:
+        return 0.5 * (1.0 + math.erf(z * _SQRT_HALF)) + z * _INV_SQRT_2PI * math.exp(-0.5 * z * z)
+    t = math.tanh(z)
+    return 1.0 - t * t
+
+
+@njit(cache=True, inline="always")
+def _reduction_chunks(n):
+    """Number of sample chunks for a reduction over n samples: a function of n only, never of threads."""
+    return max(1, min(CHUNKS, n // 512))
+
+
+@njit(cache=True, inline="always")
+def _expert_on_sample(x, i, W, m, zrow, act):
+    """z_{p,j} = ⟨w_{m,j}, x_i⁽ᵖ⁾⟩ into zrow (P, J); returns f_m(x_i) = Σ_{p,j} σ(z_{p,j}).
+
+    Tiles of four patches by four filters: each vectorised pass over d loads eight rows and
+    accumulates sixteen dot products, so every load feeds two products or more.
+    """
+    P, d = x.shape[1], x.shape[2]
+    J = W.shape[1]
+    p = 0
+    while p + 4 <= P:
+        x0, x1, x2, x3 = x[i, p], x[i, p + 1], x[i, p + 2], x[i, p + 3]
+        j = 0
+        while j + 4 <= J:
+            u0, u1, u2, u3 = W[m, j], W[m, j + 1], W[m, j + 2], W[m, j + 3]
+            s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0.0
+            s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = 0.0
+            for k in range(d):
+                a0, a1, a2, a3 = x0[k], x1[k], x2[k], x3[k]
+                b0, b1, b2, b3 = u0[k], u1[k], u2[k], u3[k]
+                s00 += a0 * b0
+                s01 += a0 * b1
+                s02 += a0 * b2
+                s03 += a0 * b3
+                s10 += a1 * b0
+                s11 += a1 * b1
+                s12 += a1 * b2
+                s13 += a1 * b3
+                s20 += a2 * b0
+                s21 += a2 * b1
+                s22 += a2 * b2
+                s23 += a2 * b3
+                s30 += a3 * b0
+                s31 += a3 * b1
+                s32 += a3 * b2
+                s33 += a3 * b3
+            zrow[p, j], zrow[p, j + 1], zrow[p, j + 2], zrow[p, j + 3] = s00, s01, s02, s03
+            zrow[p + 1, j], zrow[p + 1, j + 1], zrow[p + 1, j + 2], zrow[p + 1, j + 3] = s10, s11, s12, s13
+            zrow[p + 2, j], zrow[p + 2, j + 1], zrow[p + 2, j + 2], zrow[p + 2, j + 3] = s20, s21, s22, s23
+            zrow[p + 3, j], zrow[p + 3, j + 1], zrow[p + 3, j + 2], zrow[p + 3, j + 3] = s30, s31, s32, s33
+            j += 4
+        while j < J:
+            u = W[m, j]
+            s0 = s1 = s2 = s3 = 0.0
+            for k in range(d):
+                s0 += u[k] * x0[k]
+                s1 += u[k] * x1[k]
+                s2 += u[k] * x2[k]
+                s3 += u[k] * x3[k]
+            zrow[p, j], zrow[p + 1, j], zrow[p + 2, j], zrow[p + 3, j] = s0, s1, s2, s3
+            j += 1
+        p += 4
+    while p < P:
+        for j in range(J):
+            s0 = 0.0
+            for k in range(d):
+                s0 += W[m, j, k] * x[i, p, k]
+            zrow[p, j] = s0
+        p += 1
+    total = 0.0
+    for p in range(P):
+        for j in range(J):
+            total += _sigma(zrow[p, j], act)
+    return total
+
+
+@njit(cache=True, inline="always")
+def _slopes(z, scale, act, g):
+    """g (P, J) = scale · σ'(z): the per-patch, per-filter coefficients of sample i's term of (E.2)."""
+    for p in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            g[p, j] = scale * _sigma_prime(z[p, j], act)
+
+
+@njit(cache=True, inline="always")
+def _add_expert_gradient(x, i, g, grad):
+    """grad (J, d) += Σ_p g_{p,j} x_i⁽ᵖ⁾: sample i's term of (E.2) with g from `_slopes`.
+
+    Tiles of four patches by four filters: one vectorised pass over d updates four filter rows.
+    """
+    P, d = x.shape[1], x.shape[2]
+    J = g.shape[1]
+    p = 0
+    while p + 4 <= P:
+        x0, x1, x2, x3 = x[i, p], x[i, p + 1], x[i, p + 2], x[i, p + 3]
+        j = 0
+        while j + 4 <= J:
+            a0, a1, a2, a3 = g[p, j], g[p + 1, j], g[p + 2, j], g[p + 3, j]
+            b0, b1, b2, b3 = g[p, j + 1], g[p + 1, j + 1], g[p + 2, j + 1], g[p + 3, j + 1]
+            c0, c1, c2, c3 = g[p, j + 2], g[p + 1, j + 2], g[p + 2, j + 2], g[p + 3, j + 2]
+            e0, e1, e2, e3 = g[p, j + 3], g[p + 1, j + 3], g[p + 2, j + 3], g[p + 3, j + 3]
+            r0, r1, r2, r3 = grad[j], grad[j + 1], grad[j + 2], grad[j + 3]
+            for k in range(d):
+                v0, v1, v2, v3 = x0[k], x1[k], x2[k], x3[k]
+                r0[k] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
+                r1[k] += b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3
+                r2[k] += c0 * v0 + c1 * v1 + c2 * v2 + c3 * v3
+                r3[k] += e0 * v0 + e1 * v1 + e2 * v2 + e3 * v3
+            j += 4
+        while j < J:
+            a0, a1, a2, a3 = g[p, j], g[p + 1, j], g[p + 2, j], g[p + 3, j]
+            r0 = grad[j]
+            for k in range(d):
+                r0[k] += a0 * x0[k] + a1 * x1[k] + a2 * x2[k] + a3 * x3[k]
+            j += 1
+        p += 4
+    while p < P:
+        for j in range(J):
+            a0, r0 = g[p, j], grad[j]
+            for k in range(d):
+                r0[k] += a0 * x[i, p, k]
+        p += 1
+
+
+@njit(cache=True, parallel=True)
+def _sum_buffers(buffers):
+    """Σ_c buffers[c], each entry summed over c in increasing order (parallel over entries)."""
+    chunks = buffers.shape[0]
+    flat = buffers.reshape(chunks, -1)
+    total = np.empty(flat.shape[1], dtype=buffers.dtype)
+    for e in prange(flat.shape[1]):
+        s = flat[0, e]
+        for c in range(1, chunks):
+            s += flat[c, e]
+        total[e] = s
+    return total.reshape(buffers.shape[1:])
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def routed_forward(x, W, routes, act):
+    """Each sample through its routed expert only: f_{m_i}(x_i) (3.1) and pre-activations z (n, P, J)."""
+    n, P = x.shape[0], x.shape[1]
+    z = np.empty((n, P, W.shape[1]), dtype=x.dtype)
+    f = np.empty(n, dtype=x.dtype)
+    for i in prange(n):
+        f[i] = _expert_on_sample(x, i, W, routes[i], z[i], act)
+    return f, z
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def routed_backward(x, z, routes, coef, M, act):
+    """Σ_{i: m_i = m} coef_i Σ_p σ'(z_{i,p,j}) x_i⁽ᵖ⁾ for each (m, j): the sum in (E.2), shape (M, J, d)."""
+    n, P, d = x.shape
+    J = z.shape[2]
+    chunks = _reduction_chunks(n)
+    buffers = np.zeros((chunks, M, J, d), dtype=x.dtype)
+    for c in prange(chunks):
+        g = np.empty((P, J), dtype=x.dtype)
+        mine = buffers[c]
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            _slopes(z[i], coef[i], act, g)
+            _add_expert_gradient(x, i, g, mine[routes[i]])
+    return _sum_buffers(buffers)
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def routed_step(x, W, routes, margin_scale, act):
+    """Fused forward and backward of the routed loss mean_i ℓ(s_i f_{m_i}(x_i)), ℓ logistic.
+
+    margin_scale s_i = y_i π_{m_i}(x_i). Returns f (n,) and Σ_i ℓ'(s_i f_i) s_i / n ·
+    Σ_p σ'(z) x_i⁽ᵖ⁾ per expert, i.e. ∇_W of (3.3) by (E.2), reading each sample once.
+    """
+    n, P, d = x.shape
+    M, J = W.shape[0], W.shape[1]
+    f = np.empty(n, dtype=x.dtype)
+    chunks = _reduction_chunks(n)
+    buffers = np.zeros((chunks, M, J, d), dtype=x.dtype)
+    for c in prange(chunks):
+        zrow = np.empty((P, J), dtype=x.dtype)
+        mine = buffers[c]
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            m = routes[i]
+            f[i] = _expert_on_sample(x, i, W, m, zrow, act)
+            margin = margin_scale[i] * f[i]
+            slope = (
+                -1.0 / (1.0 + math.exp(margin))
+                if margin < 0
+                else -math.exp(-margin) / (1.0 + math.exp(-margin))
+            )
+            _slopes(zrow, slope * margin_scale[i] / n, act, zrow)
+            _add_expert_gradient(x, i, zrow, mine[m])
+    return f, _sum_buffers(buffers)
+
+
+@njit(cache=True, parallel=True)
+def softmax_gate(h, routes):
+    """π = softmax(h) row by row, stable at any finite logits, and g_i = π_{i, m_i}: the gate of Sec. 3.2."""
+    n, M = h.shape
+    pi = np.empty_like(h)
+    g = np.empty(n, dtype=h.dtype)
+    for i in prange(n):
+        peak = h[i, 0]
+        for m in range(1, M):
+            peak = max(peak, h[i, m])
+        total = 0.0
+        for m in range(M):
+            e = math.exp(h[i, m] - peak)
+            pi[i, m] = e
+            total += e
+        for m in range(M):
+            pi[i, m] /= total
+        g[i] = pi[i, routes[i]]
+    return g, pi
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def dense_forward(x, W, act):
+    """Every expert on every sample, f_m(x_i) (3.1), shape (n, M): for dispatch analysis and baselines."""
+    n, P = x.shape[0], x.shape[1]
+    M, J = W.shape[0], W.shape[1]
+    out = np.empty((n, M), dtype=x.dtype)
+    for i in prange(n):
+        zrow = np.empty((P, J), dtype=x.dtype)
+        for m in range(M):
+            out[i, m] = _expert_on_sample(x, i, W, m, zrow, act)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def perturbed_argmax(h, seed, noise, a, b):
+    """Top-1 routes argmax_m {h_{i,m} + r_{i,m}} for a batch h (n, M), noise r drawn in the kernel."""
+    n, M = h.shape
+    key = stream_key(seed)
+    routes = np.empty(n, dtype=np.int64)
+    for i in prange(n):
+        best = -np.inf
+        arg = 0
+        for m in range(M):
+            v = h[i, m] + _noise(key, i * M + m, noise, a, b)
+            if v > best:
+                best = v
+                arg = m
+        routes[i] = arg
+    return routes
+
+
+@njit(cache=True, parallel=True)
+def routing_counts(h, draws, seed, noise, a, b):
+    """How often each expert wins argmax_m {h_m + r_m} over `draws` noise draws for one h (M,)."""
+    M = h.shape[0]
+    key = stream_key(seed)
+    counts = np.zeros((CHUNKS, M), dtype=np.int64)
+    for c in prange(CHUNKS):
+        for t in range(c * draws // CHUNKS, (c + 1) * draws // CHUNKS):
+            best = -np.inf
+            arg = 0
+            for m in range(M):
+                v = h[m] + _noise(key, t * M + m, noise, a, b)
+                if v > best:
+                    best = v
+                    arg = m
+            counts[c, arg] += 1
+    return counts.sum(axis=0)
+
+
+@njit(cache=True, parallel=True)
+def noisy_top_k_gate_and_load(clean, raw_noise, xi, k):
+    """Noisy top-k gate G = Softmax(KeepTopK(H, k)) and smooth load P(x, i) of Shazeer et al. (2017).
+
+    H = clean + ξ·Softplus(raw_noise); P(x, i) = Φ((clean_i − kth_excluding(H, k, i)) / Softplus(raw_i)).
+    Rows are independent (no reduction), so the result does not depend on the thread count. Ties
+    in H go to the lowest expert index (the rule of `lab.shazeer2017.gating`). Twin:
+    `lab.shazeer2017.gating.noisy_top_k_gate_and_load_numpy`. Arithmetic inside is float64.
+    """
+    n, M = clean.shape
+    kept_len = min(k + 1, M)
+    G = np.zeros((n, M), dtype=clean.dtype)
+    P = np.ones((n, M), dtype=clean.dtype)
+    for c in prange(CHUNKS):
+        H = np.empty(M)
+        scale = np.empty(M)
+        kept = np.empty(M, dtype=np.bool_)
+        top = np.empty(kept_len, dtype=np.int64)
+        for r in range(c * n // CHUNKS, (c + 1) * n // CHUNKS):
+            filled = 0
+            for j in range(M):
+                z = float(raw_noise[r, j])
+                s = z + math.log1p(math.exp(-z)) if z > 0 else math.log1p(math.exp(z))
+                scale[j] = s
+                v = clean[r, j] + xi[r, j] * s
+                H[j] = v
+                kept[j] = False
+                if filled < kept_len:
+                    pos = filled
+                    filled += 1
+                elif v > H[top[kept_len - 1]]:
+                    pos = kept_len - 1
+                else:
+                    continue
+                while pos > 0 and v > H[top[pos - 1]]:
+                    top[pos] = top[pos - 1]
+                    pos -= 1
+                top[pos] = j
+            peak = H[top[0]]
+            total = 0.0
+            for q in range(k):
+                kept[top[q]] = True
+                total += math.exp(H[top[q]] - peak)
+            for q in range(k):
+                G[r, top[q]] = math.exp(H[top[q]] - peak) / total
+            if k < M:
+                inside = H[top[k]]
+                outside = H[top[k - 1]]
+                for j in range(M):
+                    threshold = inside if kept[j] else outside
+                    P[r, j] = 0.5 * math.erfc(-(clean[r, j] - threshold) / scale[j] * _SQRT_HALF)
+    return G, P
+
+
+@njit(cache=True, parallel=True)
+def top_k_membership_counts(clean, scale, xi, k, draws, seed, resample_all):
+    """Monte Carlo for C2: how often expert i is in the top k of H = clean + scale·ξ, per (row, i).
+
+    resample_all False: only ξ_i is redrawn (N(0, 1)), every other ξ_j stays at xi[r, j], so
+    counts / draws estimates the smooth load P(x, i) of Shazeer et al. resample_all True:
+    every ξ_j is redrawn, so for k = 1 counts / draws estimates p_i of Lemma C.1 (Gaussian
+    noise with scale `scale`). Membership is the definition of KeepTopK: fewer than k experts
+    j ≠ i beat i, where j beats i if H_j > H_i or H_j = H_i with j < i. Draw (r, i, t) of
+    expert j uses noise index ((r·M + i)·draws + t)·M + j; each (r, i) is counted by one
+    thread, so counts do not depend on the thread count. Twin:
+    `lab.shazeer2017.gating.top_k_membership_counts_numpy`.
+    """
+    n, M = clean.shape
+    key = stream_key(seed)
+    counts = np.zeros((n, M), dtype=np.int64)
+    for p in prange(n * M):
+        r = p // M
+        i = p - r * M
+        hits = 0
+        for t in range(draws):
+            base = (p * draws + t) * M
+            hi = clean[r, i] + scale[r, i] * _noise(key, base + i, 1, 1.0, 0.0)
+            rank = 0
+            for j in range(M):
+                if j == i:
+                    continue
+                if resample_all:
+                    hj = clean[r, j] + scale[r, j] * _noise(key, base + j, 1, 1.0, 0.0)
+                else:
+                    hj = clean[r, j] + scale[r, j] * xi[r, j]
+                if hj > hi or (hj == hi and j < i):
+                    rank += 1
+            if rank < k:
+                hits += 1
+        counts[r, i] = hits
+    return counts

@@ -1,0 +1,410 @@
+"""Makkuva et al. 2020, Sec. 3: Q4, Q2, t1, t2, t3 (eq. 5), L4 (eq. 6), its closed form (7), L_log (8), ℓ2.
+
+Derivation of the transforms (what Appendix B would give). Let s ~ N(0, 1), He_j the
+probabilists' Hermite polynomials (E[He_i He_j] = j! δ_ij), and H_j(x) the multivariate Hermite
+tensors of x ~ N(0, I_d), so H_4(x)[u,u,v,v] = c·t1(u, v, x), H_4(x)[u⁴] = c·t2(u, x) and
+H_2(x)[u,u] = c'·t3(u, x) (the brackets in the paper's t1, t2, t3 are exactly these contractions).
+
+1. Given z = m and x, y = g(⟨a_m*, x⟩) + ξ. With q(s) = E_ξ[Q4(g(s) + ξ)] and ‖a_m*‖ = 1,
+   E[Q4(y) | x] = Σ_m p_m*(x) q(⟨a_m*, x⟩).
+2. If a* ⊥ w*, split x into its parts in span(A*), span(W*) and the rest: they are independent,
+   p_m* depends on the second only, and H_4 factorises over the three parts. Hermite
+   orthogonality then gives E[Q4(y) H_4(x)[u⁴]] = Σ_m E[p_m*] h_4 4! ⟨a_m*, u⟩⁴, where h_j is the
+   j-th Hermite coefficient of q — PROVIDED h_1 = h_2 = h_3 = 0 (otherwise terms
+   h_j E[p_m* H_{4−j}(x_W)] leak in). h_0 is the same for every expert, so it multiplies
+   Σ_m p_m* = 1 and drops out because E[H_4(x)] = 0.
+3. Hence (α, β, γ) solve the 3×3 linear system E[q He_j] = 0, j = 1, 2, 3, with
+   E_ξ(g + ξ)² = g² + σ², E_ξ(g + ξ)³ = g³ + 3σ²g, E_ξ(g + ξ)⁴ = g⁴ + 6σ²g² + 3σ⁴, and
+   c_{g,σ} = E[q(s) He_4(s)] = 4! h_4 makes the coefficient of eq. (7) exactly E[p_m*].
+   Likewise Q2(y) = y² + δ₂ y with E[q₂ He_1] = 0 and c'_{g,σ} = E[q₂(s) He_2(s)] = 2 h_2.
+4. g = Id: α = γ = δ₂ = 0, β = −6(1 + σ²), c_{Id,σ} = 24 and c'_{Id,σ} = 2 (independent of σ),
+   i.e. Q4(y) = y⁴ − 6(1 + σ²) y² + const and Q2(y) = y² − (1 + σ²). The Hermite constant is the
+   one with E[Q4(y)] = 0: 3(1 + σ²)². The paper prints 3 + 3σ⁴ − 6σ² (differs by 12σ²). The
+   constant multiplies E[t1] = E[t2] = 0 under Gaussian x, so it does not change L4 (eq. 6 and 7
+   agree with either); it adds zero-mean noise to the sample L4 and, for non-Gaussian x, a bias.
+
+The system is solved by Gauss–Hermite quadrature with 200 nodes: exact for polynomial g (so for
+g = Id the closed form above is reproduced to round-off; tested), ~1e-5 relative for activations
+with a kink (relu, celu).
+
+Closed form (eq. 7). With C = A A*ᵀ (C_im = ⟨a_i, a_m*⟩), π_m = E[p_m*], S_m = Σ_i C_im²,
+F_m = Σ_i C_im⁴ and r_i = Σ_m π_m C_im², eq. (7) is
+    L4(A) = Σ_m π_m (S_m² − (1 + μ) F_m) + λ Σ_i (r_i − 1)² + δ/2 ‖A‖_F²,
+whose gradient and Hessian are computed through C (∇_A = (∂L/∂C) A* + δA).
+
+What the regularisers must satisfy (derived from eq. 7, orthonormal A*; the paper only says
+μ, λ, δ > 0): on a ray a_i = c a_m* the quartic coefficient is π_m(λπ_m − μ), so
+(i) λ min_m π_m > μ, or L4 is unbounded below (λ = 0 always is); (ii) μ > 0, or the minimisers
+spread over several a_m* (μ < 0 rewards small Σ π_m C_im⁴); (iii) 0 < δ < 4λ min_m π_m: A = 0 is
+a stationary point with Hessian eigenvalues δ − 4λπ_m, a local minimum otherwise; δ > 0 is also
+the only force on the components of A outside span(A*). The global minimisers are
+a_i = ±c_m a*_{π(i)} with c_m² = (λπ_m − δ/4) / (π_m(λπ_m − μ)), i.e. D² = c_m² π_m =
+(λπ_m − δ/4)/(λπ_m − μ) in Theorem 1 ((A†)ᵀ = P D Γ A*, Γ_mm = √π_m: the rows of A are
+scaled by 1/Γ, so A must be renormalised before it is used as a regressor estimate).
+
+Notation clash in the paper: δ names both Q2's linear coefficient and the ridge weight, α both
+Q4's cubic coefficient and the L_log step size; here they are `q2_linear` and `delta`, `alpha`
+and `lr`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.polynomial.hermite_e import hermegauss, hermeval
+
+from lab.kernels import l4 as makkuva_kernels
+from lab.kernels.activations import activation
+from lab.makkuva2020.gated_regression import (
+    InputDistribution,
+    expert_outputs,
+    gate_logits,
+    gate_probabilities,
+    log_sum_exp,
+)
+
+QUADRATURE_NODES = 200
+
+
+@dataclass(frozen=True)
+class OutputTransforms:
+    """Q4(y) = y⁴ + αy³ + βy² + γy + q4_constant, Q2(y) = y² + q2_linear·y + q2_constant (eq. 5); c, c'."""
+
+    alpha: float
+    beta: float
+    gamma: float
+    q4_constant: float
+    q2_linear: float
+    q2_constant: float
+    c: float
+    c_prime: float
+
+    def Q4(self, y: np.ndarray) -> np.ndarray:
+        return (((y + self.alpha) * y + self.beta) * y + self.gamma) * y + self.q4_constant
+
+    def Q2(self, y: np.ndarray) -> np.ndarray:
+        return (y + self.q2_linear) * y + self.q2_constant
+
+
+def _gaussian_expectations(values, nodes: int) -> np.ndarray:
+    """E[f(s) He_j(s)] for j = 0..4 and each row f of `values` at the Gauss–HermiteE nodes."""
+    s, w = hermegauss(nodes)
+    w = w / w.sum()
+    he = np.stack([hermeval(s, np.eye(5)[j]) for j in range(5)])  # (5, nodes)
+    return np.asarray(values(s)) @ (he * w).T
+
+
+@functools.lru_cache(maxsize=128)
+def output_transforms(sigma: float, act: str = "linear", q4_constant: str = "hermite") -> OutputTransforms:
+    """Q4, Q2 of eq. (5) and c_{g,σ}, c'_{g,σ} from the Hermite conditions in the module docstring (cached).
+
+    `q4_constant="hermite"` gives E[Q4(y)] = 0 (3(1 + σ²)² for g = Id); "paper" uses the printed
+    3 + 3σ⁴ − 6σ² (g = Id only).
+    """
+    if not (isinstance(sigma, int | float | np.floating) and math.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
+    if q4_constant not in ("hermite", "paper"):
+        raise ValueError(f"q4_constant must be 'hermite' or 'paper', got {q4_constant!r}")
+    if q4_constant == "paper" and act != "linear":
+        raise ValueError(f"q4_constant='paper' is printed for g = Id only (act='linear'), got act={act!r}")
+    s2 = sigma * sigma
+    g, _ = activation(act)
+    moments = _gaussian_expectations(
+        lambda s: [
+            g(s),
+            g(s) ** 2 + s2,
+            g(s) ** 3 + 3 * s2 * g(s),
+            g(s) ** 4 + 6 * s2 * g(s) ** 2 + 3 * s2 * s2,
+        ],
+        QUADRATURE_NODES,
+    )  # moments[p, j] = E[E_ξ(g + ξ)^(p+1) He_j]
+    system = moments[[2, 1, 0], 1:4].T  # rows j = 1..3, columns (α, β, γ)
+    if np.linalg.cond(system) > 1e10:
+        raise ValueError(f"activation {act!r}: the Hermite system for Q4 is singular; Q4 cannot be derived")
+    alpha, beta, gamma = np.linalg.solve(system, -moments[3, 1:4])
+    q = moments[3] + alpha * moments[2] + beta * moments[1] + gamma * moments[0]
+    if abs(moments[0, 1]) < 1e-12:
+        raise ValueError(f"activation {act!r} has E[g'(s)] = 0; Q2 cannot be derived")
+    q2_linear = -moments[1, 1] / moments[0, 1]
+    q2 = moments[1] + q2_linear * moments[0]
+    return OutputTransforms(
+        alpha=float(alpha),
+        beta=float(beta),
+        gamma=float(gamma),
+        q4_constant=float(-q[0]) if q4_constant == "hermite" else 3.0 + 3.0 * s2 * s2 - 6.0 * s2,
+        q2_linear=float(q2_linear),
+        q2_constant=float(-q2[0]),
+        c=float(q[4]),
+        c_prime=float(q2[2]),
+    )
+
+
+def t1(u: np.ndarray, v: np.ndarray, x: np.ndarray, c: float) -> np.ndarray:
+    """t1(u, v, x) = H_4(x)[u, u, v, v] / c (Sec. 3.1), one value per row of x."""
+    p, q, uu, vv, uv = x @ u, x @ v, u @ u, v @ v, u @ v
+    return (p * p * q * q - uu * q * q - 4 * p * q * uv - vv * p * p + uu * vv + 2 * uv * uv) / c
+
+
+def t2(u: np.ndarray, x: np.ndarray, c: float) -> np.ndarray:
+    """t2(u, x) = H_4(x)[u⁴] / c = ((uᵀx)⁴ − 6‖u‖²(uᵀx)² + 3‖u‖⁴) / c (Sec. 3.1)."""
+    p, uu = x @ u, u @ u
+    return (p**4 - 6 * uu * p * p + 3 * uu * uu) / c
+
+
+def t3(u: np.ndarray, x: np.ndarray, c_prime: float) -> np.ndarray:
+    """t3(u, x) = H_2(x)[u, u] / c' = ((uᵀx)² − ‖u‖²) / c' (Sec. 3.1)."""
+    p = x @ u
+    return (p * p - u @ u) / c_prime
+
+
+@dataclass(frozen=True)
+class L4Regularisers:
+    """μ, λ, δ of eq. (6). Any finite μ and λ, δ ≥ 0 are accepted; see `conditions` for what works."""
+
+    mu: float
+    lam: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        for name in ("mu", "lam", "delta"):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"{name} must be finite, got {getattr(self, name)}")
+        if self.lam < 0 or self.delta < 0:
+            raise ValueError(f"lam and delta must be >= 0, got lam={self.lam}, delta={self.delta}")
+
+    def conditions(self, pi: np.ndarray) -> dict[str, bool]:
+        """The derived requirements (module docstring) for gate weights π = E[p*]."""
+        least = float(np.min(pi))
+        return {
+            "mu > 0": self.mu > 0,
+            "lam * min(pi) > mu (bounded below)": self.lam * least > self.mu,
+            "0 < delta < 4 lam min(pi) (A = 0 not a minimum)": 0 < self.delta < 4 * self.lam * least,
+        }
+
+
+def transform_means(A: np.ndarray, inputs: InputDistribution, c: float) -> tuple[float, float]:
+    """Exact E[Σ_{i≠j} t1(a_i, a_j, x)] and E[Σ_i t2(a_i, x)] for a mixture of N(m, I_d) inputs.
+
+    Appell property of Hermite polynomials: E[H_4(m + g)] = m^{⊗4}, so E[t1(u, v, x)] =
+    (uᵀm)²(vᵀm)²/c and E[t2(u, x)] = (uᵀm)⁴/c per component; both vanish for x ~ N(0, I_d). The
+    constant term of Q4 changes L4 (eq. 6) by exactly const · (first − μ · second).
+    """
+    off = diag = 0.0
+    for prob, mean in inputs.components():
+        s = (A @ mean) ** 2
+        off += prob * (s.sum() ** 2 - np.sum(s * s))
+        diag += prob * np.sum(s * s)
+    return float(off / c), float(diag / c)
+
+
+def l4_statistics(A: np.ndarray, x: np.ndarray, y: np.ndarray, tr: OutputTransforms):
+    """Per-sample terms of eq. (6): Q4 Σ_{i≠j} t1(a_i, a_j), Q4 Σ_i t2(a_i), and Q2 t3(a_i) (n, k)."""
+    P = x @ A.T
+    norms = np.sum(A * A, axis=1)
+    G = A @ A.T
+    s2 = np.sum(P * P, axis=1)
+    tr_n = norms.sum()
+    z = P @ A  # Aᵀp, so pᵀGp = ‖z‖²
+    all_pairs = s2 * s2 - 2 * tr_n * s2 - 4 * np.sum(z * z, axis=1) + tr_n**2 + 2 * np.sum(G * G)
+    diag = np.sum(P**4, axis=1) - 6 * (P * P) @ norms + 3 * np.sum(norms**2)
+    q4 = tr.Q4(y)
+    return q4 * (all_pairs - diag) / tr.c, q4 * diag / tr.c, tr.Q2(y)[:, None] * (P * P - norms) / tr.c_prime
+
+
+def sample_l4(
+    A: np.ndarray, x: np.ndarray, y: np.ndarray, tr: OutputTransforms, reg: L4Regularisers
+) -> float:
+    """Empirical L4 of eq. (6): expectations replaced by sample means."""
+    off, diag, psi = l4_statistics(A, x, y, tr)
+    return float(
+        off.mean()
+        - reg.mu * diag.mean()
+        + reg.lam * np.sum((psi.mean(axis=0) - 1.0) ** 2)
+        + 0.5 * reg.delta * np.sum(A * A)
+    )
+
+
+def sample_l4_gradient(
+    A: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    tr: OutputTransforms,
+    reg: L4Regularisers,
+    backend: str = "numpy",
+) -> tuple[float, np.ndarray]:
+    """Empirical L4 of eq. (6) and its gradient in A (k, d), by the chain rule through P = xAᵀ.
+
+    backend="numba" runs the single-pass kernel `lab.kernels.l4.l4_gradient` (same result).
+    """
+    if backend not in ("numpy", "numba"):
+        raise ValueError(f"backend must be 'numpy' or 'numba', got {backend!r}")
+    if backend == "numba":
+        return makkuva_kernels.l4_gradient(
+            A, x, tr.Q4(y), tr.Q2(y), tr.c, tr.c_prime, reg.mu, reg.lam, reg.delta
+        )
+    n = x.shape[0]
+    P = x @ A.T
+    norms = np.sum(A * A, axis=1)
+    G = A @ A.T
+    s2 = np.sum(P * P, axis=1)
+    tr_n = norms.sum()
+    z = P @ A
+    q4 = tr.Q4(y)
+    w = q4 / (n * tr.c)
+    all_pairs = s2 * s2 - 2 * tr_n * s2 - 4 * np.sum(z * z, axis=1) + tr_n**2 + 2 * np.sum(G * G)
+    diag = np.sum(P**4, axis=1) - 6 * (P * P) @ norms + 3 * np.sum(norms**2)
+    # ∇ of Σ_ij t1·c and Σ_i t2·c per sample, weighted by w and summed over samples
+    g_pairs = (
+        ((w * 4 * (s2 - tr_n))[:, None] * P).T @ x
+        - 4 * np.sum(w * s2) * A
+        - 8 * (w[:, None] * P).T @ z
+        - 8 * (w[:, None] * (P @ G)).T @ x
+        + w.sum() * (4 * tr_n * A + 8 * G @ A)
+    )
+    g_diag = (w[:, None] * (4 * P**3 - 12 * P * norms)).T @ x + (12 * (norms * w.sum() - w @ (P * P)))[
+        :, None
+    ] * A
+    q2 = tr.Q2(y)
+    r = (q2 @ (P * P - norms)) / (n * tr.c_prime)
+    g_r = (2.0 / (n * tr.c_prime)) * ((q2[:, None] * P).T @ x - q2.sum() * A)
+    value = (
+        np.sum(w * (all_pairs - (1 + reg.mu) * diag))
+        + reg.lam * np.sum((r - 1.0) ** 2)
+        + 0.5 * reg.delta * np.sum(A * A)
+    )
+    grad = g_pairs - (1 + reg.mu) * g_diag + 2 * reg.lam * (r - 1.0)[:, None] * g_r + reg.delta * A
+    return float(value), grad
+
+
+def _population_parts(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray):
+    C = A @ A_star.T
+    C2 = C * C
+    S = C2.sum(axis=-2)
+    F = (C2 * C2).sum(axis=-2)
+    r = C2 @ pi
+    return C, C2, S, F, r
+
+
+def population_l4(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray, reg: L4Regularisers) -> np.ndarray:
+    """Eq. (7) for A of shape (..., k, d): Σ_m π_m (S_m² − (1+μ)F_m) + λ Σ_i (r_i − 1)² + δ/2 ‖A‖²."""
+    _, _, S, F, r = _population_parts(A, A_star, pi)
+    return (
+        (S * S - (1 + reg.mu) * F) @ pi
+        + reg.lam * np.sum((r - 1.0) ** 2, axis=-1)
+        + 0.5 * reg.delta * np.sum(A * A, axis=(-2, -1))
+    )
+
+
+def population_l4_gradient(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray, reg: L4Regularisers):
+    """∇_A of eq. (7) for A of shape (..., k, d): (∂L/∂C) A* + δA."""
+    C, C2, S, _, r = _population_parts(A, A_star, pi)
+    dC = 4 * pi * C * (S[..., None, :] - (1 + reg.mu) * C2 + reg.lam * (r - 1.0)[..., :, None])
+    return dC @ A_star + reg.delta * A
+
+
+def population_l4_hessian(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray, reg: L4Regularisers):
+    """Hessian of eq. (7) in vec(A) (row-major), shape (k·d, k·d)."""
+    k, d = A.shape
+    km = A_star.shape[0]
+    C, C2, S, _, r = _population_parts(A, A_star, pi)
+    eye_k, eye_m = np.eye(k), np.eye(km)
+    # H_C[i, m, j, n] = ∂²L / ∂C_im ∂C_jn
+    same_m = 4 * pi * (2 * C[:, None, :] * C[None, :, :] + S * eye_k[:, :, None])  # (i, j, m)
+    same_m -= 12 * (1 + reg.mu) * pi * C2 * eye_k[:, :, None]
+    H = np.einsum("ijm,mn->imjn", same_m, eye_m)
+    pc = pi * C  # (i, m)
+    same_i = 4 * reg.lam * (2 * pc[:, :, None] * pc[:, None, :] + (r - 1.0)[:, None, None] * np.diag(pi))
+    H += np.einsum("imn,ij->imjn", same_i, eye_k)
+    HA = np.einsum("imjn,mp,nq->ipjq", H, A_star, A_star).reshape(k * d, k * d)
+    return HA + reg.delta * np.eye(k * d)
+
+
+def optimal_scale(pi: np.ndarray, reg: L4Regularisers) -> np.ndarray:
+    """c_m with a_i = ±c_m a*_{π(i)} at the global minima of eq. (7), orthonormal A* (module docstring)."""
+    pi = np.asarray(pi, dtype=float)
+    num = reg.lam * pi - reg.delta / 4
+    den = pi * (reg.lam * pi - reg.mu)
+    if np.any(num <= 0) or np.any(den <= 0):
+        raise ValueError(f"regularisers violate the derived conditions: {reg.conditions(pi)}")
+    return np.sqrt(num / den)
+
+
+def _log_joint(W: np.ndarray, A: np.ndarray, x: np.ndarray, y: np.ndarray, sigma: float, act: str):
+    """log p_i(x) + log N(y | g(⟨a_i, x⟩), σ²), log p_i(x) (both (k, n)) and the former's log-sum-exp (n,)."""
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0 for L_log, got {sigma}")
+    L = gate_logits(W, x)
+    log_p = L - log_sum_exp(L)
+    resid = (y - expert_outputs(A, x, act)) / sigma
+    joint = log_p - 0.5 * resid * resid - math.log(sigma * math.sqrt(2 * math.pi))
+    return joint, log_p, log_sum_exp(joint)
+
+
+def l_log(W: np.ndarray, A: np.ndarray, x: np.ndarray, y: np.ndarray, sigma: float, act: str = "linear"):
+    """Empirical L_log of eq. (8): −mean log Σ_i p_i(x) N(y | g(⟨a_i, x⟩), σ²); log-sum-exp stable."""
+    return float(-_log_joint(W, A, x, y, sigma, act)[2].mean())
+
+
+def l_log_gradient(
+    W: np.ndarray,
+    A: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    sigma: float,
+    act: str = "linear",
+) -> tuple[float, np.ndarray]:
+    """L_log of eq. (8) and ∇_W = mean[(p_j(x) − r_j(x, y)) x], r the posterior of z (k − 1 rows)."""
+    joint, log_p, ll = _log_joint(W, A, x, y, sigma, act)
+    diff = np.exp(log_p[:-1]) - np.exp(joint[:-1] - ll)
+    return float(-ll.mean()), diff @ x / x.shape[0]
+
+
+def l_log_hessian(
+    W: np.ndarray, A: np.ndarray, x: np.ndarray, y: np.ndarray, sigma: float, act: str = "linear"
+):
+    """∇²_W L_log of eq. (8) in vec(W) (row-major): mean of [(diag p − ppᵀ) − (diag r − rrᵀ)]_jl x xᵀ."""
+    joint, log_p, ll = _log_joint(W, A, x, y, sigma, act)
+    p, r = np.exp(log_p[:-1]), np.exp(joint[:-1] - ll)
+    return softmax_curvature(x, p) - softmax_curvature(x, r)
+
+
+def softmax_curvature(x: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """mean over samples of (diag p − ppᵀ) ⊗ x xᵀ for the k − 1 free gates p (k − 1, n), row-major vec(W)."""
+    km, d = p.shape[0], x.shape[1]
+    H = np.empty((km, d, km, d))
+    for j in range(km):
+        for m in range(km):
+            H[j, :, m, :] = (x.T * (p[j] * ((j == m) - p[m]))) @ x / x.shape[0]
+    return H.reshape(km * d, km * d)
+
+
+def posterior(W: np.ndarray, A: np.ndarray, x: np.ndarray, y: np.ndarray, sigma: float, act: str = "linear"):
+    """r_i(x, y) = P[z = i | x, y] under eq. (1) with parameters (A, W, σ), shape (k, n) (EM's E-step)."""
+    joint, _, ll = _log_joint(W, A, x, y, sigma, act)
+    return np.exp(joint - ll)
+
+
+def project_rows(W: np.ndarray, R: float) -> np.ndarray:
+    """Π_Ω: each row w_i mapped to the ball ‖w_i‖ ≤ R (Sec. 3.2)."""
+    if not (math.isfinite(R) and R > 0):
+        raise ValueError(f"R must be a finite number > 0, got {R}")
+    norms = np.linalg.norm(W, axis=1, keepdims=True)
+    return W * np.minimum(1.0, R / np.maximum(norms, np.finfo(float).tiny))
+
+
+def l2_loss_gradient(
+    A: np.ndarray, W: np.ndarray, x: np.ndarray, y: np.ndarray, act: str = "linear"
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """ℓ2 = mean (ŷ(x) − y)² of Sec. 3.1 with ŷ = Σ p_i g(⟨a_i, x⟩), and its gradients in A and W."""
+    g, g_prime = activation(act)
+    pre = A @ x.T
+    f = g(pre)
+    p = gate_probabilities(W, x)
+    y_hat = np.sum(p * f, axis=0)
+    e = (2.0 / x.shape[0]) * (y_hat - y)
+    grad_A = (e * p * g_prime(pre)) @ x
+    grad_W = (e * p[:-1] * (f[:-1] - y_hat)) @ x
+    return float(np.mean((y_hat - y) ** 2)), grad_A, grad_W

@@ -1,0 +1,422 @@
+"""Noisy top-k gating of Shazeer et al. (2017, paper 002): the gate, Importance, the smooth load estimator,
+the balancing losses w·CV(·)² and their exact gradients.
+
+The paper's objects, for a batch x (n, d) and M experts:
+
+    clean logits   c = x W_g                          (n, M)
+    raw noise      ρ = x W_noise,  noise scale s = Softplus(ρ)
+    noisy logits   H = c + ξ ⊙ s,  ξ ~ N(0, I)
+    gate           G = Softmax(KeepTopK(H, k))
+    load estimator P(x, i) = Φ((c_i − kth_excluding(H, k, i)) / s_i)
+    losses         L_importance = w·CV(Σ_x G(x))²,  L_load = w·CV(Σ_x P(x, ·))²
+
+Tie rule. KeepTopK keeps exactly k experts per row: the experts ordered by decreasing H, equal
+values by increasing index (the lowest index wins a tie, like `np.argmax` and
+`lab.chen2022.model.noisy_routes`), and the first k of that order are kept. kth_excluding(H, k, i) is
+the k-th largest value of {H_j : j ≠ i}. In the order above it is the expert at position k
+(0-based) when i is kept and the expert at position k − 1 when it is not; that expert is
+"the threshold expert" of i, and the gradient of P(x, i) through the threshold goes to it.
+For k = M nothing is excluded: the threshold is −∞ and P(x, i) = 1.
+
+CV is the standard deviation over the mean with the population variance (ddof = 0), as in the
+authors' code (tensor2tensor `cv_squared`), but without its 1e-10 in the denominator: a zero
+mean is reported as a ValueError.
+
+Loss functions come at two levels. `importance_loss` and `load_loss` take logits and return the
+loss with its partial derivatives with respect to those logits, so they compose with any
+linear router (e.g. the router h = Θᵀ Σ_p x⁽ᵖ⁾ of Chen et al. with H = h + r). The
+`*_and_gradients` functions add the chain rule to ∇W_g and ∇W_noise (`router_gradients`).
+
+All NumPy functions here accept complex input (selections use real parts), so gradients can be
+checked by complex step. `noisy_top_k_gate_and_load_numpy` and
+`top_k_membership_counts_numpy` are the NumPy twins of the Numba kernels of the same name in
+`lab.kernels.routed`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import special
+
+from lab.kernels import routed as kernels
+from lab.kernels import routed_numpy as twins
+
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+# |z| beyond which Φ(z) is exactly 0 or 1 and φ(z), z·φ(z) are exactly 0 in double precision:
+# capping the standardized gap there changes no value and avoids inf·0 for tiny noise scales.
+_Z_CAP = 64.0
+# Softplus(ρ) underflows to 0 in double precision below this ρ (e^ρ < smallest subnormal).
+_SOFTPLUS_UNDERFLOW = -745.0
+
+
+class ImportanceLoss(NamedTuple):
+    """L_importance and its gradient with respect to the noisy logits H."""
+
+    loss: float
+    d_H: np.ndarray
+
+
+class LoadLoss(NamedTuple):
+    """L_load and its partial derivatives with respect to c, s and H taken as independent inputs."""
+
+    loss: float
+    d_clean: np.ndarray
+    d_scale: np.ndarray
+    d_H: np.ndarray
+
+
+class RouterLoss(NamedTuple):
+    """A balancing loss with its gradients with respect to the router weights W_g and W_noise."""
+
+    loss: float
+    grad_W_g: np.ndarray
+    grad_W_noise: np.ndarray
+
+
+# ---------------------------------------------------------------------------- scalar functions
+
+
+def softplus(z: np.ndarray) -> np.ndarray:
+    """Softplus(z) = log(1 + e^z), finite for any finite z (and analytic for complex step)."""
+    z = np.asarray(z)
+    pos = np.real(z) > 0
+    return np.where(pos, z, 0) + np.log1p(np.exp(np.where(pos, -z, z)))
+
+
+def logistic(z: np.ndarray) -> np.ndarray:
+    """Softplus'(z) = 1 / (1 + e^{−z}), finite for any finite z (and analytic for complex step)."""
+    z = np.asarray(z)
+    pos = np.real(z) > 0
+    e = np.exp(np.where(pos, -z, z))
+    return np.where(pos, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def normal_cdf(z: np.ndarray) -> np.ndarray:
+    """Standard normal CDF Φ(z) = erfc(−z/√2)/2 (accurate in both tails, complex-capable)."""
+    return 0.5 * special.erfc(-np.asarray(z) * _SQRT_HALF)
+
+
+def normal_pdf(z: np.ndarray) -> np.ndarray:
+    """Standard normal density φ(z)."""
+    z = np.asarray(z)
+    return _INV_SQRT_2PI * np.exp(-0.5 * z * z)
+
+
+# ---------------------------------------------------------------------------- validation
+
+
+def _logits(a: np.ndarray, name: str, ndim: int | None = None) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype.kind in "iu":
+        a = a.astype(np.float64)
+    if a.dtype.kind not in "fc":
+        raise TypeError(f"{name} must be a real or complex array, got dtype {a.dtype}")
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {a.shape}")
+    if a.ndim < 1 or a.shape[-1] < 1:
+        raise ValueError(f"{name} must have at least one expert along its last axis, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return a
+
+
+def _same_shape(reference: np.ndarray, **arrays: np.ndarray) -> None:
+    for name, a in arrays.items():
+        if a.shape != reference.shape:
+            raise ValueError(f"{name} must have shape {reference.shape}, got {a.shape}")
+
+
+def _top_k(k: int, M: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise TypeError(f"k must be an integer, got {type(k).__name__}")
+    if not 1 <= k <= M:
+        raise ValueError(f"k must be an integer in [1, M={M}], got {k}")
+    return int(k)
+
+
+def _scale(scale: np.ndarray) -> np.ndarray:
+    if np.any(np.real(scale) <= 0):
+        raise ValueError(
+            "noise scale must be > 0: Softplus(x W_noise) underflowed to 0 (raw noise logit below "
+            f"{_SOFTPLUS_UNDERFLOW}); the authors' code adds 1e-2 to the scale"
+        )
+    return scale
+
+
+# ---------------------------------------------------------------------------- the gate
+
+
+def noisy_logits(clean: np.ndarray, raw_noise: np.ndarray, xi: np.ndarray) -> np.ndarray:
+    """H(x)_i = (xW_g)_i + ξ_i · Softplus((xW_noise)_i) (Shazeer et al., noisy top-k gating)."""
+    clean = _logits(clean, "clean")
+    raw_noise = _logits(raw_noise, "raw_noise")
+    xi = _logits(xi, "xi")
+    _same_shape(clean, raw_noise=raw_noise, xi=xi)
+    return clean + xi * softplus(raw_noise)
+
+
+def decreasing_order(H: np.ndarray) -> np.ndarray:
+    """Experts sorted by decreasing H along the last axis, ties by increasing index (the tie rule)."""
+    return np.argsort(-np.real(H), axis=-1, kind="stable")
+
+
+def _selection(H: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The tie-rule order and the KeepTopK mask (exactly k True per row)."""
+    order = decreasing_order(H)
+    mask = np.zeros(H.shape, dtype=bool)
+    np.put_along_axis(mask, order[..., :k], True, axis=-1)
+    return order, mask
+
+
+def top_k_mask(H: np.ndarray, k: int) -> np.ndarray:
+    """Support of KeepTopK(H, k): exactly k True per row, ties to the lowest index."""
+    H = _logits(H, "H")
+    return _selection(H, _top_k(k, H.shape[-1]))[1]
+
+
+def top_k_gates(H: np.ndarray, k: int) -> np.ndarray:
+    """G = Softmax(KeepTopK(H, k)) along the last axis: zero off the top k, finite at any finite logits.
+
+    The softmax subtracts the row maximum, so gaps like 1e6 give exact 0 < G ≤ 1 with no
+    overflow; a kept gate more than ~745 below the row maximum underflows to 0 in double
+    precision (its exact value is below the smallest subnormal), so "exactly k non-zeros" holds
+    for the support (`top_k_mask`), and for the values wherever they are representable.
+    """
+    H = _logits(H, "H")
+    k = _top_k(k, H.shape[-1])
+    order, mask = _selection(H, k)
+    peak = np.take_along_axis(H, order[..., :1], axis=-1)
+    e = np.where(mask, np.exp(H - peak), 0)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def noisy_top_k_gating(x, W_g, W_noise, xi, k: int) -> np.ndarray:
+    """G(x) = Softmax(KeepTopK(H(x), k)) for a batch x (n, d), W_g, W_noise (d, M), noise ξ (n, M)."""
+    return top_k_gates(noisy_logits(x @ W_g, x @ W_noise, xi), k)
+
+
+def kth_excluding(H: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """kth_excluding(H, k, i) for every expert i, and the index of the expert holding that value.
+
+    The value is the k-th largest of {H_j : j ≠ i}: position k of the tie-rule order when i is
+    among the top k, position k − 1 otherwise. For k = M it is −∞ (index −1).
+    """
+    H = _logits(H, "H")
+    k = _top_k(k, H.shape[-1])
+    order, mask = _selection(H, k)
+    return _threshold(H, k, order, mask)
+
+
+def _threshold(H, k, order, mask):
+    if k == H.shape[-1]:
+        return np.full(H.shape, -np.inf, dtype=H.dtype), np.full(H.shape, -1, dtype=np.int64)
+    index = np.where(mask, order[..., k : k + 1], order[..., k - 1 : k])
+    return np.take_along_axis(H, index, axis=-1), index
+
+
+def _standardized_gap(clean, scale, threshold):
+    with np.errstate(over="ignore"):
+        z = (clean - threshold) / scale
+    return np.where(np.abs(np.real(z)) > _Z_CAP, np.sign(np.real(z)) * _Z_CAP, z)
+
+
+def smooth_load(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int) -> np.ndarray:
+    """P(x, i) = Φ((c_i − kth_excluding(H(x), k, i)) / s_i): P(i in the top k) over ξ_i alone."""
+    clean = _logits(clean, "clean")
+    scale = _scale(_logits(scale, "scale"))
+    H = _logits(H, "H")
+    _same_shape(clean, scale=scale, H=H)
+    k = _top_k(k, H.shape[-1])
+    if k == H.shape[-1]:
+        return np.ones_like(clean)
+    threshold, _ = kth_excluding(H, k)
+    return normal_cdf(_standardized_gap(clean, scale, threshold))
+
+
+# ---------------------------------------------------------------------------- losses
+
+
+def cv_squared(v: np.ndarray) -> float:
+    """CV(v)² = Var(v) / mean(v)², population variance (the w·CV² of L_importance and L_load)."""
+    v = np.asarray(v)
+    mean = v.mean()
+    if np.real(mean) == 0:
+        raise ValueError("CV(v)² is undefined: the mean of v is 0")
+    centred = v - mean
+    return (centred * centred).mean() / (mean * mean)
+
+
+def cv_squared_gradient(v: np.ndarray) -> np.ndarray:
+    """∂CV(v)²/∂v_j = 2 (v_j − μ − σ²/μ) / (M μ²), with μ = mean(v), σ² = Var(v)."""
+    v = np.asarray(v)
+    mean = v.mean()
+    if np.real(mean) == 0:
+        raise ValueError("CV(v)² is undefined: the mean of v is 0")
+    centred = v - mean
+    var = (centred * centred).mean()
+    return 2.0 * (centred - var / mean) / (v.size * mean * mean)
+
+
+def importance(G: np.ndarray) -> np.ndarray:
+    """Importance(X) = Σ_{x∈X} G(x), shape (M,)."""
+    return np.asarray(G).sum(axis=0)
+
+
+def importance_loss(H: np.ndarray, k: int, w: float = 1.0) -> ImportanceLoss:
+    """L_importance = w·CV(Σ_x G(x))² with G = Softmax(KeepTopK(H, k)), and ∂L/∂H (n, M).
+
+    With g_j = w ∂CV²/∂Importance_j, the softmax over the kept set gives
+    ∂L/∂H_{x,i} = G_{x,i} (g_i − Σ_j G_{x,j} g_j), zero off the top k (the selection is
+    piecewise constant). For k = 1 the gate is one-hot and the gradient is 0 everywhere.
+    """
+    H = _logits(H, "H", ndim=2)
+    G = top_k_gates(H, k)
+    imp = importance(G)
+    g = w * cv_squared_gradient(imp)
+    d_H = G * (g - (G * g).sum(axis=1, keepdims=True))
+    return ImportanceLoss(w * cv_squared(imp), d_H)
+
+
+def load_loss(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int, w: float = 1.0) -> LoadLoss:
+    """L_load = w·CV(Σ_x P(x, ·))² and its partial derivatives with respect to c, s and H.
+
+    With z_i = (c_i − T_i)/s_i, T_i = H_{τ(i)} the threshold expert's value (module docstring),
+    g_i = w ∂CV²/∂Load_i and a_i = g_i φ(z_i)/s_i:
+
+        ∂L/∂c_i = a_i,     ∂L/∂s_i = −a_i z_i,     ∂L/∂H_j = −Σ_{i: τ(i) = j} a_i.
+
+    The last term is the flow through kth_excluding: in each row the kept experts share one
+    threshold expert (position k of the order) and the others share another (position k − 1),
+    so ∂L/∂H is non-zero in exactly those two columns. Through H = c + ξ s the total derivatives
+    are ∂c_j + ∂H_j and ∂s_j + ξ_j ∂H_j (`router_gradients`). For k = M, P ≡ 1 and all are 0.
+    """
+    clean = _logits(clean, "clean", ndim=2)
+    scale = _scale(_logits(scale, "scale", ndim=2))
+    H = _logits(H, "H", ndim=2)
+    _same_shape(clean, scale=scale, H=H)
+    k = _top_k(k, H.shape[-1])
+    dtype = np.result_type(clean, scale, H)
+    zeros = np.zeros(clean.shape, dtype=dtype)
+    if k == H.shape[-1]:
+        return LoadLoss(0.0 * w, zeros, zeros.copy(), zeros.copy())
+    order, mask = _selection(H, k)
+    threshold, _ = _threshold(H, k, order, mask)
+    z = _standardized_gap(clean, scale, threshold)
+    load = normal_cdf(z).sum(axis=0)
+    g = w * cv_squared_gradient(load)
+    a = g * normal_pdf(z) / scale
+    d_H = zeros
+    np.put_along_axis(d_H, order[:, k : k + 1], -(a * mask).sum(axis=1, keepdims=True), axis=1)
+    np.put_along_axis(d_H, order[:, k - 1 : k], -(a * ~mask).sum(axis=1, keepdims=True), axis=1)
+    return LoadLoss(w * cv_squared(load), a, -a * z, d_H)
+
+
+def router_gradients(x, raw_noise, xi, d_clean, d_scale, d_H) -> tuple[np.ndarray, np.ndarray]:
+    """Chain rule to (∇W_g, ∇W_noise) for c = xW_g, ρ = xW_noise, s = Softplus(ρ), H = c + ξ s."""
+    d_c = d_clean + d_H
+    d_rho = (d_scale + d_H * xi) * logistic(raw_noise)
+    return x.T @ d_c, x.T @ d_rho
+
+
+def _router_logits(x, W_g, W_noise, xi):
+    x = _logits(x, "x", ndim=2)
+    W_g = _logits(W_g, "W_g", ndim=2)
+    W_noise = _logits(W_noise, "W_noise", ndim=2)
+    _same_shape(W_g, W_noise=W_noise)
+    if x.shape[1] != W_g.shape[0]:
+        raise ValueError(f"x must have {W_g.shape[0]} columns (rows of W_g), got shape {x.shape}")
+    clean, raw_noise = x @ W_g, x @ W_noise
+    return x, clean, raw_noise, noisy_logits(clean, raw_noise, xi)
+
+
+def importance_loss_and_gradients(x, W_g, W_noise, xi, k: int, w: float = 1.0) -> RouterLoss:
+    """L_importance for the noisy top-k router with its gradients ∇W_g, ∇W_noise (ξ held fixed)."""
+    x, _, raw_noise, H = _router_logits(x, W_g, W_noise, xi)
+    loss, d_H = importance_loss(H, k, w)
+    zeros = np.zeros_like(d_H)
+    return RouterLoss(loss, *router_gradients(x, raw_noise, xi, zeros, zeros, d_H))
+
+
+def load_loss_and_gradients(x, W_g, W_noise, xi, k: int, w: float = 1.0) -> RouterLoss:
+    """L_load for the noisy top-k router with its gradients ∇W_g, ∇W_noise (ξ held fixed)."""
+    x, clean, raw_noise, H = _router_logits(x, W_g, W_noise, xi)
+    loss, d_clean, d_scale, d_H = load_loss(clean, softplus(raw_noise), H, k, w)
+    return RouterLoss(loss, *router_gradients(x, raw_noise, xi, d_clean, d_scale, d_H))
+
+
+# ---------------------------------------------------------------------------- kernels and twins
+
+
+def noisy_top_k_gate_and_load_numpy(clean, raw_noise, xi, k):
+    """Twin of `kernels.noisy_top_k_gate_and_load`: (G, P) for a batch by the formulas above."""
+    scale = softplus(raw_noise)
+    H = clean + xi * scale
+    return top_k_gates(H, k), smooth_load(clean, scale, H, k)
+
+
+def gate_and_load(clean, raw_noise, xi, k: int, backend: str = "numba") -> tuple[np.ndarray, np.ndarray]:
+    """Gate G (n, M) and smooth load P (n, M) from clean logits, raw noise logits and ξ (all (n, M))."""
+    clean = _logits(clean, "clean", ndim=2)
+    raw_noise = _logits(raw_noise, "raw_noise", ndim=2)
+    xi = _logits(xi, "xi", ndim=2)
+    _same_shape(clean, raw_noise=raw_noise, xi=xi)
+    k = _top_k(k, clean.shape[1])
+    if backend == "numpy":
+        return noisy_top_k_gate_and_load_numpy(clean, raw_noise, xi, k)
+    if backend != "numba":
+        raise ValueError(f"backend must be 'numpy' or 'numba', got {backend!r}")
+    if clean.dtype.kind == "c" or np.min(raw_noise) <= _SOFTPLUS_UNDERFLOW:
+        raise ValueError(
+            f"the numba backend needs real inputs with raw_noise > {_SOFTPLUS_UNDERFLOW} (Softplus > 0)"
+        )
+    return kernels.noisy_top_k_gate_and_load(clean, raw_noise, xi, k)
+
+
+def top_k_membership_counts_numpy(clean, scale, xi, k, draws, seed, resample_all):
+    """Twin of `kernels.top_k_membership_counts`: same noise indices, membership by `top_k_mask`."""
+    n, M = clean.shape
+    key = twins.stream_key(seed)
+    counts = np.zeros((n, M), dtype=np.int64)
+    fixed = (clean + scale * xi).astype(np.float64)
+    for r in range(n):
+        for i in range(M):
+            base = ((r * M + i) * draws + np.arange(draws, dtype=np.uint64)) * np.uint64(M)
+            if resample_all:
+                H = clean[r] + scale[r] * twins.noise(
+                    key, base[:, None] + np.arange(M, dtype=np.uint64), 1, 1.0, 0.0
+                )
+            else:
+                H = np.repeat(fixed[r][None, :], draws, axis=0)
+                H[:, i] = clean[r, i] + scale[r, i] * twins.noise(key, base + np.uint64(i), 1, 1.0, 0.0)
+            counts[r, i] = np.count_nonzero(_selection(H, k)[1][:, i])
+    return counts
+
+
+def top_k_membership_counts(
+    clean, scale, xi, k: int, draws: int, seed: int, resample_all: bool = False, backend: str = "numba"
+) -> np.ndarray:
+    """Counts (n, M) of draws in which expert i is in the top k of H = c + s ξ (C2's Monte Carlo).
+
+    resample_all False redraws ξ_i only (others fixed at xi): counts/draws estimates P(x, i).
+    resample_all True redraws every ξ_j: for k = 1, counts/draws estimates Lemma C.1's p_i.
+    """
+    clean = _logits(clean, "clean", ndim=2)
+    scale = _scale(_logits(scale, "scale", ndim=2))
+    xi = _logits(xi, "xi", ndim=2)
+    _same_shape(clean, scale=scale, xi=xi)
+    if clean.dtype.kind == "c" or scale.dtype.kind == "c" or xi.dtype.kind == "c":
+        raise TypeError("clean, scale and xi must be real for the Monte Carlo")
+    k = _top_k(k, clean.shape[1])
+    if isinstance(draws, bool) or not isinstance(draws, int | np.integer) or draws < 1:
+        raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if backend == "numpy":
+        return top_k_membership_counts_numpy(clean, scale, xi, k, int(draws), int(seed), bool(resample_all))
+    if backend != "numba":
+        raise ValueError(f"backend must be 'numpy' or 'numba', got {backend!r}")
+    return kernels.top_k_membership_counts(clean, scale, xi, k, int(draws), int(seed), bool(resample_all))

@@ -1,0 +1,158 @@
+"""Task functions a sweep can run: a registry by name, the single-threaded wrapper, the built-in tasks.
+
+A task is `fn(params: dict) -> dict` (JSON-able, deterministic for its params). Declare it with
+`@register_task(name, defaults=...)` (the defaults name every parameter the task accepts, so a
+spec with a misspelt field is refused before anything runs) or with `expand=` (a function
+turning one grid point into the task's own list of configurations, as `lab.chen2022.replicate.expand`
+does). Workers receive the function itself (pickled by reference to its module), so a task
+defined in any importable module runs on any Dask worker that can import it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from lab.core import registry
+from lab.core.records import jsonable
+from lab.core.registry import Declaration, declare
+from lab.core.stats import clopper_pearson
+from lab.kernels import routed as kernels
+
+TaskFunc = Callable[[dict[str, Any]], dict[str, Any]]
+ReportFunc = Callable[[dict[str, list[Any]], list[dict[str, Any]]], str]
+
+
+@dataclass(frozen=True)
+class TaskType(Declaration):
+    """A registered task: the function, its accepted parameters, and an optional grid-point expander."""
+
+    name: str
+    run: TaskFunc
+    defaults: dict[str, Any] | None
+    expand: Callable[..., list[dict[str, Any]]] | None
+    report: ReportFunc | None = None
+    kind = "task"
+
+    def with_defaults(self, point: dict[str, Any], source: str = "params") -> dict[str, Any]:
+        """`point` with the task's defaults filled in; a field that is not a parameter is a ValueError."""
+        defaults = self.defaults or {}
+        unknown = [k for k in point if k not in defaults]
+        if unknown:
+            raise ValueError(
+                f"{source}: field {unknown[0]!r} is not a parameter of task {self.name!r}; "
+                f"parameters: {', '.join(defaults)}"
+            )
+        return {**defaults, **point}
+
+    def expand_args(self) -> dict[str, inspect.Parameter]:
+        """The expander's parameters by name (empty without an expander)."""
+        return dict(inspect.signature(self.expand).parameters) if self.expand else {}
+
+
+def register_task(
+    name: str,
+    *,
+    defaults: dict[str, Any] | None = None,
+    expand: Callable[..., list[dict[str, Any]]] | None = None,
+    report: ReportFunc | None = None,
+) -> Callable[[TaskFunc], TaskFunc]:
+    """Decorator: make `fn(params) -> dict` runnable by sweeps under `name`.
+
+    `report(values, results) -> Markdown`, if given, adds the task's own tables to the sweep
+    report: `values` maps each spec field to its values ([params] as one-element lists, [grid]
+    as written), `results` are the finished runs' results from the store.
+    """
+    if defaults is not None and expand is not None:
+        raise ValueError(f"task {name!r}: give defaults or expand, not both")
+
+    kept = dict(defaults) if defaults is not None else None
+    return lambda fn: declare(TaskType(name, fn, kept, expand, report))(fn)
+
+
+def task_type(name: str) -> TaskType:
+    """The registered task called `name`; ValueError listing the known names otherwise."""
+    tasks = registry.declared("task")
+    if name not in tasks:
+        raise ValueError(f"[sweep] task must be one of {sorted(tasks)}, got {name!r}")
+    return tasks[name]
+
+
+def run_task(fn: TaskFunc, params: dict[str, Any]) -> dict[str, Any]:
+    """Run one task single-threaded (BLAS and Numba pinned to 1) and return its outcome.
+
+    The outcome is `{"status": "done", "result": JSON text, ...}` or `{"status": "failed",
+    "error": traceback, ...}`: an exception, a result that is not a dict, or a result that is not
+    JSON (NaN, arrays of objects) is a failure, never a half-written record. KeyboardInterrupt and
+    SystemExit propagate (they abort the sweep, they are not results of the task).
+    """
+    start = time.perf_counter()
+    threads = numba.get_num_threads()
+    try:
+        with threadpool_limits(1):
+            numba.set_num_threads(1)
+            result = fn(params)
+        if not isinstance(result, dict):
+            raise TypeError(f"task result must be a dict, got {type(result).__name__}")
+        text = json.dumps(jsonable(result, "result"), allow_nan=False)
+        outcome = {"status": "done", "result": text, "error": None}
+    except Exception:
+        outcome = {"status": "failed", "result": None, "error": traceback.format_exc()}
+    finally:
+        numba.set_num_threads(threads)
+    outcome["seconds"] = time.perf_counter() - start
+    outcome["worker"] = f"{socket.gethostname()}:{os.getpid()}"
+    return outcome
+
+
+def exact_win_probability(M: int, gap: float, noise: str, a: float, b: float) -> float | None:
+    """p_1(h) of Lemma 5.1 for h = (gap, 0, ..., 0): exact for uniform and Gumbel noise, else None."""
+    if noise == "uniform":
+        g = min(gap / (b - a), 1.0)  # P(max of M-1 uniforms < U + g), U uniform on [0, 1)
+        return 1.0 if g >= 1.0 else (1.0 - g**M) / M + g
+    if noise == "gumbel":
+        return 1.0 / (1.0 + (M - 1) * math.exp(-gap / a))  # Gumbel-max: softmax(h / a)
+    return None
+
+
+@register_task(
+    "routing-probability",
+    defaults={"M": 8, "gap": 0.0, "noise": "uniform", "a": 0.0, "b": 1.0, "draws": 100_000, "seed": 0},
+)
+def routing_probability(params: dict[str, Any]) -> dict[str, Any]:
+    """Monte-Carlo p_1(h) = P(argmax_m {h_m + r_m} = 1) (Lemma 5.1) with a 99 % Clopper–Pearson CI."""
+    M, gap, noise, draws = params["M"], float(params["gap"]), params["noise"], params["draws"]
+    a, b = float(params["a"]), float(params["b"])
+    if not isinstance(M, int) or M < 2:
+        raise ValueError(f"M must be an integer >= 2, got {M!r}")
+    if not isinstance(draws, int) or draws < 1:
+        raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
+    if noise not in kernels.NOISE_CODES:
+        raise ValueError(f"noise must be one of {sorted(kernels.NOISE_CODES)}, got {noise!r}")
+    if not (b > a if noise == "uniform" else a > 0):
+        raise ValueError(f"noise scale: need b > a (uniform) or a > 0, got a={a}, b={b}")
+    h = np.zeros(M)
+    h[0] = gap
+    counts = kernels.routing_counts(h, draws, params["seed"], kernels.NOISE_CODES[noise], a, b)
+    wins = int(counts[0])
+    lo, hi = clopper_pearson(wins, draws)
+    exact = exact_win_probability(M, gap, noise, a, b)
+    return {
+        "p1": wins / draws,
+        "ci": [lo, hi],
+        "exact": exact,
+        "covered": None if exact is None else lo <= exact <= hi,
+        "counts": counts.tolist(),
+    }

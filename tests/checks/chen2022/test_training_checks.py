@@ -1,0 +1,82 @@
+"""The B3, B7, B8, B9, B12 checks: premises pass, negative controls are detected, exact pieces are exact."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import pytest
+
+from checks.chen2022 import training_claims as C
+from lab.chen2022 import data
+from lab.chen2022.metrics import dispatch_entropy
+from lab.chen2022.training import variant_config
+from lab.core import registry
+
+
+def test_checks_are_registered():
+    claims = {claim for check in registry.checks() for claim in check.claims}
+    assert {"B3", "B7", "B8", "B9", "B12"} <= claims
+
+
+@pytest.mark.parametrize("K,M", [(2, 3), (3, 3), (3, 5), (4, 6)])
+def test_exact_empty_probability_by_enumeration(K, M):
+    """Inclusion–exclusion equals brute force over all K^M profession assignments."""
+    empty = sum(len(set(a)) < K for a in itertools.product(range(K), repeat=M))
+    assert C.exact_empty_probability(K, M) == pytest.approx(empty / K**M, abs=1e-14)
+    assert C.exact_empty_probability(K, M) <= K * (1 - 1 / K) ** M + 1e-15  # the union bound of Lemma D.4
+
+
+def test_lemma_d4_premise_and_same_init_control():
+    premise = C.check_professions(8, 16, 4, draws=2000, seed=1)
+    assert (
+        premise.verdict == "holds"
+        and premise.ci[0] <= premise.extra["exact_empty_probability"] <= premise.ci[1]
+    )
+    control = C.check_professions(8, 16, 4, draws=200, seed=1, same_init=True)
+    assert control.kind == "negative-control" and control.verdict == "violated" and control.measured == 1.0
+
+
+def test_dispatch_entropy_check_and_its_control():
+    assert C.check_dispatch_entropy(dispatch_entropy, "premise", 60, 0).verdict == "holds"
+    control = C.check_dispatch_entropy(C.load_entropy, "negative-control", 60, 0)
+    assert control.verdict == "violated" and control.extra["counterexample"] is not None
+
+
+def test_sum_theta_along_a_run_and_its_controls():
+    base = variant_config("paper", M=4, J=4, steps=40, eta=0.01, eta_r=2.0, record_every=40)
+    ok = C.check_sum_theta(base, 150, 0, "premise", "stated")
+    assert ok.verdict == "holds" and ok.measured < 1e-14
+    bad = C.check_sum_theta(dataclasses.replace(base, gate="sigmoid"), 150, 0, "negative-control", "sigmoid")
+    assert bad.verdict == "violated" and bad.outcome == "detected"
+
+
+def test_theorem42_records_shape():
+    cfg = variant_config("paper", M=4, J=4, steps=30, record_every=30)
+    records = C.theorem42_records(cfg, 150, [0, 1], "premise", "tiny")
+    assert [r.claim for r in records] == ["B9"] * 3
+    assert all(r.ci is not None and 0 <= r.measured <= 1 for r in records)
+    assert records[0].params["seeds"] == 2
+    empty = C.theorem42_records(
+        dataclasses.replace(cfg, same_init=True), 150, [0], "negative-control", "same"
+    )
+    assert empty[1].measured == 1.0 and empty[1].verdict == "violated"
+
+
+def test_single_expert_check_detects_weak_feature_noise():
+    """With γ ≪ α (D_α ≠ D_γ) a single cubic CNN beats 87.5 %: the B3 check reports it as violated."""
+    weak = dataclasses.replace(data.setting(3), gamma=data.UniformRange(0.1, 0.5))
+    record = C.check_single("cubic", weak, 600, 120, 0, "negative-control")
+    assert record.verdict == "violated" and record.measured > C.OPTIMAL_SINGLE
+    assert math.isfinite(record.ci[0])
+
+
+def test_single_expert_check_holds_for_a_trained_relu_cnn_and_refuses_one_at_chance():
+    """B3 premise: a ReLU CNN read out a_j = ±1 learns (above chance) and stays ≤ 87.5 % on setting 3.
+    Control: (3.1)'s plain sum of ReLU filters is ≥ 0 (one class for every x): not-applicable."""
+    premise = C.check_single("relu", data.setting(3), 600, 100, 0, "premise")
+    assert premise.verdict == "holds" and premise.ok and premise.ci[0] > C.CHANCE
+    record = C.check_single("relu", data.setting(3), 600, 100, 0, "premise", readout="sum")
+    assert record.verdict == "not-applicable" and not record.ok
+    assert record.ci[0] <= C.CHANCE

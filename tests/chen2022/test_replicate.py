@@ -1,0 +1,152 @@
+"""Replication targets: expand/run_one, the Markdown/JSON/PNG reports, resuming from finished runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from lab.chen2022 import replicate as R
+from lab.core import registry
+
+
+def _args(tmp_path, **kw):
+    base = dict(settings=[1, 2, 3, 4], seeds=2, seed=0, variant="paper", tier="quick", json=None, quiet=True)
+    return argparse.Namespace(**(base | {"out": str(tmp_path)} | kw))
+
+
+def test_targets_are_registered():
+    import checks.chen2022.training_claims  # noqa: F401  (the CLI imports it through the plugin entry point)
+
+    assert {"table1", "table3", "table7", "table10", "table11"} <= set(registry.replications())
+
+
+@pytest.mark.parametrize(
+    "target,count",
+    [
+        ("table1", 2 * 4 * 3),
+        ("table3", 4 * 6 * 3),
+        ("table7", 3 * 6 * 3),
+        ("table10", 6 * 3),
+        ("table11", 4 * 3),
+    ],
+)
+def test_expand_grid_sizes(target, count):
+    configs = R.expand(target, [1, 2, 3, 4], 3, 5, "paper")
+    assert len(configs) == count
+    assert {c["seed"] for c in configs} == {5, 6, 7}
+    assert set(R.target_settings(target)) == {c["setting"] for c in configs}
+    json.dumps(configs)  # JSON-able
+    assert len({R.run_key(c) for c in configs}) == count
+
+
+def test_table1_runs_are_table3_runs():
+    """Table 1's configs are a subset of Table 3's, so their run files are shared."""
+    t1 = {R.run_key(c) for c in R.expand("table1", [1, 2], 2, 0, "paper")}
+    t3 = {R.run_key(c) for c in R.expand("table3", [1, 2], 2, 0, "paper")}
+    assert t1 < t3
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"target": "table9"}, "target"),
+        ({"settings": [4]}, "settings"),
+        ({"seeds": 0}, "seeds"),
+        ({"seed": -1}, "seed"),
+        ({"variant": "pytorch"}, "variant"),
+        ({"tier": "huge"}, "tier"),
+    ],
+)
+def test_expand_refuses_bad_input(kwargs, match):
+    args = {"target": "table1", "settings": [1], "seeds": 1, "seed": 0, "variant": "paper"} | kwargs
+    with pytest.raises(ValueError, match=match):
+        R.expand(**args)
+
+
+def test_run_one_refuses_bad_config():
+    with pytest.raises(ValueError, match="model"):
+        R.run_one({"variant": "paper", "setting": 1, "seed": 0, "tier": "quick", "activation": "cubic"})
+    with pytest.raises(ValueError, match="model"):
+        R.run_one(
+            {"model": "moe", "variant": "paper", "setting": 1, "seed": 0, "tier": "quick", "activation": "x"}
+        )
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """Shrink the quick tier and give every run 12 steps, so a whole target runs in seconds."""
+    monkeypatch.setitem(R.TIER_SIZES, "quick", (120, 120))
+    expand = R.expand
+    monkeypatch.setattr(R, "expand", lambda *a, **k: [c | {"steps": 12} for c in expand(*a, **k)])
+
+
+def test_run_one_is_deterministic_and_records_the_fields(tiny):
+    for config in R.expand("table1", [1], 1, 3, "paper", tier="quick"):
+        a, b = R.run_one(config), R.run_one(config)
+        for key in (
+            "model",
+            "variant",
+            "setting",
+            "seed",
+            "test_accuracy",
+            "dispatch_entropy",
+            "steps",
+            "seconds",
+        ):
+            assert key in a
+        assert a["test_accuracy"] == b["test_accuracy"] and a["steps"] == 12
+        if a["model"].startswith("moe"):
+            assert a["dispatch_entropy"] == b["dispatch_entropy"]
+            assert a["test_accuracy"] == a["test_accuracy_noise_free"]
+            assert len(a["professions"]) == 8 and sum(a["profession_sizes"]) == 8
+            assert sum(a["load"]) == pytest.approx(120)
+
+
+def test_run_one_reference_code_variant(tiny):
+    """The authors'-code variant end to end: bias column, two logits, noisy test accuracy reported."""
+    for config in R.expand("table1", [2], 1, 0, "reference-code", tier="quick"):
+        record = R.run_one(config)
+        assert record["variant"] == "reference-code"
+        if record["model"].startswith("moe"):
+            assert record["test_accuracy"] == record["test_accuracy_noisy"]
+            assert record["test_accuracy_routing"] == "noisy"
+
+
+def test_replicate_target_writes_reports_and_resumes(tiny, tmp_path, monkeypatch):
+    args = _args(tmp_path, settings=[1], seeds=2)
+    assert R.run_target("table1", args) == 0
+    table = (tmp_path / "table1.md").read_text()
+    assert "99.46 ± 0.55" in table and "moe (nonlinear)" in table
+    payload = json.loads((tmp_path / "table1.json").read_text())
+    assert {"runs", "config", "versions"} <= set(payload)
+    assert len(payload["runs"]) == 8 and all("curves" not in r for r in payload["runs"])
+    assert (tmp_path / "table1_entropy.png").stat().st_size > 0
+    assert (tmp_path / "table1_curves_moe_nonlinear.png").stat().st_size > 0
+    calls = []
+    monkeypatch.setattr(R, "run_one", lambda config, progress=False: calls.append(config))
+    assert R.run_target("table1", args) == 0  # everything is kept: no run is repeated
+    assert calls == []
+    assert json.loads((tmp_path / "table1.json").read_text())["runs"] == payload["runs"]
+
+
+def test_variants_write_separate_reports(tiny, tmp_path):
+    """One output directory for both variants: reference-code reports never overwrite the stated model's."""
+    assert R.report_stem("table1", "paper") == "table1"
+    assert R.run_target("table1", _args(tmp_path, settings=[1], seeds=1, variant="reference-code")) == 0
+    assert "variant `reference-code`" in (tmp_path / "table1_reference-code.md").read_text()
+    assert json.loads((tmp_path / "table1_reference-code.json").read_text())["config"]["variant"] == (
+        "reference-code"
+    )
+    assert not (tmp_path / "table1.md").exists()
+
+
+def test_format_table_shows_mean_std_paper_and_difference():
+    records = [
+        {"model": "moe (nonlinear)", "setting": 1, "test_accuracy": acc, "dispatch_entropy": 0.1, "steps": 10}
+        | R.TARGETS["table1"][-1].params
+        for acc in (99.0, 100.0)
+    ]
+    text = R.format_table("table1", records)
+    assert "99.50 ± 0.71" in text and "+0.04" in text and "99.46 ± 0.55" in text and "+0.002" in text

@@ -1,0 +1,82 @@
+"""The command line: verify's table, JSON, filtering, exit codes."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lab.cli.main import main
+from lab.core import registry
+from lab.core.records import Record
+
+
+def test_verify_only_writes_json(tmp_path, capsys):
+    out = tmp_path / "v.json"
+    assert main(["verify", "--only", "b7", "--seed", "3", "--json", str(out), "--quiet"]) == 0
+    table = capsys.readouterr().out
+    assert "| B7 |" in table and "detected" in table
+    data = json.loads(out.read_text())
+    assert data["seed"] == 3 and {"numpy", "numba", "python"} <= set(data["versions"])
+    assert {r["claim"] for r in data["records"]} == {"B7"}
+    assert {r["kind"] for r in data["records"]} == {"premise", "negative-control"}
+
+
+def test_same_seed_same_numbers(tmp_path):
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path in paths:
+        assert main(["verify", "--only", "A1", "--quiet", "--json", str(path)]) == 0
+    measured = [[r["measured"] for r in json.loads(p.read_text())["records"]] for p in paths]
+    assert measured[0] == measured[1]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["verify", "--only", "Z99"], ["verify", "--seed", "-1"], ["verify", "--tier", "huge"], ["nonsense"]],
+)
+def test_bad_arguments_exit_2_with_one_line(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("python -m lab: error:")
+
+
+def test_exit_code_reflects_unexpected_records(registered, capsys):
+    def broken(seed, tier):
+        return Record(
+            claim="Z1",
+            statement="a premise that fails",
+            kind="premise",
+            params={},
+            measured=2.0,
+            bound=1.0,
+            verdict="violated",
+        )
+
+    registered(registry.Check("test.broken", ("Z1",), broken))
+    assert main(["verify", "--only", "Z1", "--quiet"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_finding_that_starts_holding_fails(registered, capsys):
+    def resolved(seed, tier):
+        return Record(
+            claim="Z2",
+            statement="s",
+            kind="premise",
+            params={},
+            measured=0.0,
+            bound=1.0,
+            verdict="holds",
+            finding="did not reproduce",
+        )
+
+    registered(registry.Check("test.resolved", ("Z2",), resolved))
+    assert main(["verify", "--only", "Z2", "--quiet"]) == 1
+    assert "now HOLD" in capsys.readouterr().out
+
+
+def test_module_entry_point_help():
+    result = subprocess.run(
+        [sys.executable, "-m", "lab", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "verify" in result.stdout and "replicate" in result.stdout
