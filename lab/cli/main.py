@@ -1,4 +1,4 @@
-"""Command line: `python -m lab verify` and the subcommands that plugins register."""
+"""The command line `python -m lab COMMAND`: the parser, shared argument types, exit codes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from lab.core import registry
-from lab.core.io import write_json_atomic, write_text_atomic
-from lab.core.records import Record
 
 EPILOG = """examples:
   python -m lab verify                      every claim at the quick tier
@@ -38,81 +36,6 @@ def versions() -> dict[str, str]:
         except PackageNotFoundError:
             found[dist] = "not installed"
     return found
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3g}"
-
-
-def _fmt_ci(ci: tuple[float, float] | None) -> str:
-    return "-" if ci is None else f"[{ci[0]:.3g}, {ci[1]:.3g}]"
-
-
-def format_table(records: Sequence[Record]) -> str:
-    """Markdown table of records; the outcome column says how the lab reads each verdict."""
-    head = "| claim | kind | statement | measured | bound | CI | verdict | slack | outcome |"
-    rows = [head, "|" + "---|" * 9]
-    for r in records:
-        statement = r.statement if len(r.statement) <= 72 else r.statement[:69] + "..."
-        rows.append(
-            f"| {r.claim} | {r.kind} | {statement} | {_fmt(r.measured)} | {_fmt(r.bound)} | "
-            f"{_fmt_ci(r.ci)} | {r.verdict} | {_fmt(r.slack)} | {r.outcome} |"
-        )
-    return "\n".join(rows)
-
-
-def format_findings(records: Sequence[Record]) -> str:
-    """The known findings and any that stopped reproducing, listed prominently."""
-    lines = []
-    marked = [r for r in records if r.finding is not None]
-    if marked:
-        lines.append("Known findings (paper claims the lab does not reproduce):")
-        lines += [f"  - {r.claim}: {r.finding} [{r.outcome}]" for r in marked]
-    resolved = [r for r in marked if r.outcome == "FINDING NOW HOLDS"]
-    if resolved:
-        lines.append(
-            "These findings now HOLD: remove their finding mark ("
-            + ", ".join(r.claim for r in resolved)
-            + ")."
-        )
-    return "\n".join(lines)
-
-
-def _parse_only(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    wanted = [t.strip().upper() for t in text.split(",") if t.strip()]
-    unknown = sorted(set(wanted) - registry.known_claims())
-    if not wanted or unknown:
-        known = ", ".join(sorted(registry.known_claims(), key=registry.claim_order))
-        raise UsageError(f"--only: unknown claim id(s) {', '.join(unknown) or text!r}; known: {known}")
-    return wanted
-
-
-def run_verify(args: argparse.Namespace) -> int:
-    """Run every registered check (or those in --only); exit 0 iff every record is as expected."""
-    only = _parse_only(args.only)
-    records: list[Record] = []
-    for check in registry.checks(only):
-        if not args.quiet:
-            print(f"running {check.name} ...", file=sys.stderr, flush=True)
-        records.extend(check.run(args.seed, args.tier))
-    bad = [r for r in records if not r.ok]
-    findings = format_findings(records)
-    summary = f"{len(records) - len(bad)} as expected, {len(bad)} not ({args.tier} tier, seed {args.seed})"
-    report = format_table(records) + ("\n\n" + findings if findings else "") + "\n\n" + summary + "\n"
-    print(report, end="")
-    if args.markdown:
-        write_text_atomic(args.markdown, report)
-    if args.json:
-        payload = {
-            "records": [r.to_json() for r in records],
-            "seed": args.seed,
-            "tier": args.tier,
-            "versions": versions(),
-        }
-        write_json_atomic(args.json, payload)
-    return 0 if not bad else 1
 
 
 def run_replicate(args: argparse.Namespace) -> int:
@@ -161,14 +84,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    verify = sub.add_parser("verify", help="run every registered claim check and print verdicts")
-    verify.add_argument("--only", metavar="IDS", help="comma-separated claim ids, e.g. B4,B7")
-    verify.add_argument("--seed", type=nonnegative_int, default=0, help="base seed (default 0)")
-    verify.add_argument("--tier", choices=registry.TIERS, default="quick")
-    verify.add_argument("--json", metavar="PATH", help="also write the records as JSON")
-    verify.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
-    verify.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    verify.set_defaults(run=run_verify)
     targets = registry.replications()
     replicate = sub.add_parser(
         "replicate",

@@ -80,3 +80,23 @@ def test_module_entry_point_help():
         [sys.executable, "-m", "lab", "--help"], capture_output=True, text=True, check=True
     )
     assert "verify" in result.stdout and "replicate" in result.stdout
+
+
+def test_rows_show_whole_statements_and_the_parameters_that_tell_them_apart(tmp_path, capsys):
+    md = tmp_path / "v.md"
+    assert main(["verify", "--only", "A5", "--quiet", "--markdown", str(md)]) == 0
+    out = capsys.readouterr().out
+    assert md.read_text() == out
+    rows = [line for line in out.splitlines() if line.startswith(("| A5 | premise", "| A5 | negative"))]
+    assert len(rows) == 7 and len({row.split(" | ")[2] for row in rows}) == 7  # no two statements alike
+    assert "..." not in out and "backend=numba" in out
+    assert out.index("## Summary per claim") < out.index("## Details")
+
+
+def test_progress_counts_checks_on_stderr_and_quiet_is_silent(capsys):
+    assert main(["verify", "--only", "B7,A1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split("]")[0] for line in err] == ["[1/3", "[2/3", "[3/3"]
+    assert all(line.endswith(" s)") for line in err)
+    assert main(["verify", "--only", "A1", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

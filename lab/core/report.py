@@ -1,0 +1,131 @@
+"""Verdict reports: a summary per claim, then every record, its whole statement and distinguishing params."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from lab.core.records import Record
+from lab.core.registry import claim_order
+
+
+def fmt(value: float | None) -> str:
+    """A measured value, bound or slack in three significant digits; '-' when absent."""
+    return "-" if value is None else f"{value:.3g}"
+
+
+def fmt_ci(ci: Sequence[float] | None) -> str:
+    return "-" if ci is None else f"[{ci[0]:.3g}, {ci[1]:.3g}]"
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return str(value)
+
+
+def distinguishing_params(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Per record, the parameters whose values differ among records of the same claim and statement."""
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, r in enumerate(records):
+        groups[(r.claim, r.statement)].append(i)
+    shown: list[dict[str, Any]] = [{} for _ in records]
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        keys = sorted({k for i in members for k in records[i].params})
+        varying = [k for k in keys if len({repr(records[i].params.get(k)) for i in members}) > 1]
+        for i in members:
+            shown[i] = {k: records[i].params.get(k) for k in varying}
+    return shown
+
+
+def row_statement(record: Record, params: dict[str, Any]) -> str:
+    """The whole statement, followed by the distinguishing parameters in parentheses."""
+    text = record.statement.replace("|", "\\|")
+    if params:
+        text += " (" + ", ".join(f"{k}={_value(v)}" for k, v in params.items()) + ")"
+    return text
+
+
+def records_table(records: Sequence[Record]) -> str:
+    """Markdown table of records; the outcome column says how the lab reads each verdict."""
+    rows = [
+        "| claim | kind | statement | measured | bound | CI | verdict | slack | outcome |",
+        "|" + "---|" * 9,
+    ]
+    for r, params in zip(records, distinguishing_params(records), strict=True):
+        rows.append(
+            f"| {r.claim} | {r.kind} | {row_statement(r, params)} | {fmt(r.measured)} | {fmt(r.bound)} | "
+            f"{fmt_ci(r.ci)} | {r.verdict} | {fmt(r.slack)} | {r.outcome} |"
+        )
+    return "\n".join(rows)
+
+
+def by_claim(records: Sequence[Record]) -> dict[str, list[Record]]:
+    """Records grouped by claim id, claims in the lab's order (A1, ..., B2, B10, ...)."""
+    groups: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        groups[r.claim].append(r)
+    return {claim: groups[claim] for claim in sorted(groups, key=claim_order)}
+
+
+def summary_table(records: Sequence[Record]) -> str:
+    """One row per claim: premises that pass, controls detected, findings, records not as expected."""
+    rows = [
+        "| claim | records | premises pass | controls detected | findings | not as expected |",
+        "|---|---|---|---|---|---|",
+    ]
+    for claim, group in by_claim(records).items():
+        premises = [r for r in group if r.kind == "premise" and r.finding is None]
+        controls = [r for r in group if r.kind == "negative-control"]
+        findings = [r for r in group if r.finding is not None]
+        bad = [r for r in group if not r.ok]
+        rows.append(
+            f"| {claim} | {len(group)} | {sum(r.outcome == 'pass' for r in premises)}/{len(premises)} | "
+            f"{sum(r.outcome == 'detected' for r in controls)}/{len(controls)} | {len(findings)} | "
+            f"{len(bad) or '-'} |"
+        )
+    return "\n".join(rows)
+
+
+def findings_text(records: Sequence[Record]) -> str:
+    """The known findings and any that stopped reproducing, listed prominently."""
+    lines = []
+    marked = [r for r in records if r.finding is not None]
+    if marked:
+        lines.append("Known findings (paper claims the lab does not reproduce):")
+        lines += [f"  - {r.claim}: {r.finding} [{r.outcome}]" for r in marked]
+    resolved = [r for r in marked if r.outcome == "FINDING NOW HOLDS"]
+    if resolved:
+        lines.append(
+            "These findings now HOLD: remove their finding mark ("
+            + ", ".join(r.claim for r in resolved)
+            + ")."
+        )
+    return "\n".join(lines)
+
+
+def summary_line(records: Sequence[Record], tier: str, seed: int) -> str:
+    bad = sum(not r.ok for r in records)
+    return f"{len(records) - bad} as expected, {bad} not ({tier} tier, seed {seed})"
+
+
+def markdown_report(records: Sequence[Record], tier: str, seed: int) -> str:
+    """The whole report: summary per claim, the findings, then each claim's records in detail."""
+    parts = [
+        f"# Verdicts ({tier} tier, seed {seed})",
+        summary_line(records, tier, seed),
+        "## Summary per claim",
+        summary_table(records),
+    ]
+    findings = findings_text(records)
+    if findings:
+        parts += ["## Findings", findings]
+    parts.append("## Details")
+    for claim, group in by_claim(records).items():
+        parts += [f"### {claim}", records_table(group)]
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,64 @@
+"""Declarations, stable names and seeds: importing a module registers nothing; the loader collects."""
+
+import types
+
+import pytest
+
+from lab.core import registry
+from lab.core.records import Record
+
+
+def _record(claim="Z9"):
+    return Record(
+        claim=claim, statement="s", kind="premise", params={}, measured=0.0, bound=1.0, verdict="holds"
+    )
+
+
+def test_a_decorator_attaches_a_declaration_and_registers_nothing():
+    before = set(registry.declared("check"))
+
+    @registry.register("Z9", name="test.attached")
+    def check(seed, tier):
+        return _record()
+
+    assert set(registry.declared("check")) == before
+    (declaration,) = check.__moe_lab__
+    assert declaration.name == "test.attached" and declaration.claims == ("Z9",)
+    assert check(1, "quick").claim == "Z9"  # the function itself is unchanged
+
+
+def test_register_needs_an_explicit_name():
+    with pytest.raises(TypeError):
+        registry.register("Z9")  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="stable name"):
+        registry.register("Z9", name="")
+
+
+def test_collect_finds_declarations_and_refuses_two_with_one_name():
+    module = types.ModuleType("fake_plugin")
+
+    @registry.register("Z9", name="test.same")
+    def one(seed, tier):
+        return _record()
+
+    @registry.register("Z9", name="test.same")
+    def two(seed, tier):
+        return _record()
+
+    module.one = one
+    assert registry.collect([module])["check"]["test.same"].func is one
+    module.two = two
+    with pytest.raises(ValueError, match="two checks are named 'test.same'"):
+        registry.collect([module])
+
+
+def test_seed_derives_from_the_name_alone():
+    a = registry.Check("test.a", ("Z9",), lambda seed, tier: _record())
+    assert registry.derived_seed(0, "test.a") == registry.derived_seed(0, "test.a")
+    assert registry.derived_seed(0, "test.a") != registry.derived_seed(0, "test.b")
+    assert registry.derived_seed(0, a.name) != registry.derived_seed(1, a.name)
+
+
+def test_every_check_name_is_unique_and_explicit():
+    names = [c.name for c in registry.checks()]
+    assert len(names) == len(set(names)) and all(names)
