@@ -6,10 +6,11 @@ import argparse
 import time
 from collections.abc import Callable
 
-from lab.cli.main import UsageError, nonnegative_int, versions
+from lab.cli.main import UsageError, nonnegative_int
 from lab.core import registry
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
+from lab.core.provenance import versions
 from lab.core.records import Record
 from lab.core.registry import register_command
 from lab.core.report import markdown_report

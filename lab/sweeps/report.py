@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 import lab
-from lab.cli.main import versions
 from lab.core.io import write_json_atomic, write_text_atomic
+from lab.core.provenance import versions
 from lab.sweeps.store import StoredTask, SweepStore
 from lab.sweeps.sweep import SweepSpec, SweepTask
 from lab.sweeps.tasks import task_type

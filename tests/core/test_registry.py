@@ -48,7 +48,7 @@ def test_collect_finds_declarations_and_refuses_two_with_one_name():
     module.one = one
     assert registry.collect([module])["check"]["test.same"].func is one
     module.two = two
-    with pytest.raises(ValueError, match="two checks are named 'test.same'"):
+    with pytest.raises(ValueError, match=r"two checks are named 'test\.same'"):
         registry.collect([module])
 
 

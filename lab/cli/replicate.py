@@ -1,0 +1,46 @@
+"""`python -m lab replicate TARGET ...`: replicate a paper's table or figure beside the paper's numbers."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from lab.cli.main import UsageError, nonnegative_int, positive_int
+from lab.core import registry
+from lab.core.registry import register_command
+
+
+def settings_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a comma list of 1-4, got {text!r}") from None
+    if not values or any(v not in (1, 2, 3, 4) for v in values):
+        raise argparse.ArgumentTypeError(f"must be a comma list of 1-4, got {text!r}")
+    return values
+
+
+@register_command("replicate", "replicate a paper's table or figure beside the paper's numbers")
+def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    targets = registry.replications()
+    parser.description = "targets: " + ", ".join(f"{k} ({v.help})" for k, v in sorted(targets.items()))
+    parser.add_argument("targets", nargs="+", metavar="TARGET")
+    parser.add_argument("--settings", type=settings_list, default=[1, 2, 3, 4], help="e.g. 1,3")
+    parser.add_argument("--seeds", type=positive_int, default=10, help="runs per cell (default 10)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="base seed (default 0)")
+    parser.add_argument("--variant", choices=("paper", "reference-code"), default="paper")
+    parser.add_argument("--tier", choices=registry.TIERS, default="full")
+    parser.add_argument("--json", metavar="PATH", help="write the runs as JSON")
+    parser.add_argument("--out", metavar="DIR", default="reports", help="folder for tables/figures")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return run_replicate
+
+
+def run_replicate(args: argparse.Namespace) -> int:
+    """Run each named replication target in turn; the worst exit status wins."""
+    targets = registry.replications()
+    unknown = [t for t in args.targets if t not in targets]
+    if unknown:
+        known = ", ".join(sorted(targets)) or "none registered"
+        raise UsageError(f"unknown replication target(s) {', '.join(unknown)}; known: {known}")
+    return max(targets[t].run(args) for t in args.targets)
