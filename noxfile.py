@@ -1,4 +1,4 @@
-"""The lab's entry points: `nox -s verify` (every claim's verdict), `nox -s tests`, fuzz, bench, lint."""
+"""The lab's entry points: `nox -s verify` (every verdict), `nox -s lint tests` (CI), fuzz, bench."""
 
 from pathlib import Path
 
@@ -14,9 +14,12 @@ def _install(session: nox.Session, extras: str = "test") -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit tests, checks under the `ci` Hypothesis profile, benchmarks run once as plain tests."""
-    _install(session, "test,plots,dask")
-    session.run("pytest", "--benchmark-disable", "-m", "not slow", *session.posargs)
+    """Every test (checks under the `ci` Hypothesis profile, benchmarks once as plain tests).
+
+    A quicker loop skips the tests marked slow (over about 10 s each): `nox -s tests -- -m "not slow"`.
+    """
+    _install(session, "test,dask")
+    session.run("pytest", "--benchmark-disable", *session.posargs)
 
 
 @nox.session
