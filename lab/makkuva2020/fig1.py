@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from lab.core import plots
 from lab.core.io import write_json_atomic, write_text_atomic
+from lab.core.progress import Progress
 from lab.core.records import jsonable
 from lab.core.registry import register_replication
 from lab.makkuva2020.fit import (
@@ -158,16 +159,13 @@ def run_init(config: Fig1Config, seed: int) -> InitRun:
 
 
 def run_fig1(config: Fig1Config, seeds: list[int], progress: bool = False) -> list[InitRun]:
-    """Run every initialisation (one seed each); a tqdm bar when `progress` and tqdm is installed."""
-    iterator = seeds
-    if progress:
-        try:
-            from tqdm import tqdm
-
-            iterator = tqdm(seeds, desc="makkuva-fig1 inits")
-        except ImportError:
-            pass
-    return [run_init(config, s) for s in iterator]
+    """Run every initialisation (one seed each), with the lab's progress display when `progress`."""
+    runs = []
+    with Progress(len(seeds), "makkuva-fig1 inits", enabled=progress, unit="init") as shown:
+        for seed in seeds:
+            runs.append(run_init(config, seed))
+            shown.step()
+    return runs
 
 
 METHODS = (("ours", "L4 + L_log"), ("l2", "l2-SGD"), ("em", "EM"))

@@ -7,7 +7,6 @@ its runs with n. Runs that are pending or failed are counted, never averaged.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 import lab
+from lab.core import plots
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.provenance import versions
 from lab.sweeps.store import StoredTask, SweepStore
@@ -188,13 +188,9 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
     """One horizontal bar chart per metric (up to six): group means with ± std error bars."""
     metrics = report["metrics"][:6]
     groups = [g for g in report["groups"] if g["metrics"]]
-    if not metrics or not groups or importlib.util.find_spec("matplotlib") is None:
+    if not metrics or not groups or not plots.available():
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = plots.pyplot()
     labels = [_fields_text(g["fields"]) or report["sweep"] for g in groups]
     height = 1.0 + 0.3 * len(groups)
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.0 * len(metrics), height), squeeze=False)
@@ -208,11 +204,7 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
         ax.invert_yaxis()
     fig.suptitle(f"sweep {report['sweep']}: mean ± std over finished runs", fontsize=10)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
+    plots.save_figure(fig, path, dpi=110)
     return path
 
 

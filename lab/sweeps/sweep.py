@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 import lab
+from lab.core.progress import Progress
 from lab.sweeps.store import SweepStore
 from lab.sweeps.tasks import TaskType, run_task, task_type
 
@@ -222,16 +223,14 @@ def run_sweep(
             already_done=sum(s == "done" for s in status.values()),
             failed_skipped=0 if retry_failed else sum(s == "failed" for s in status.values()),
         )
-        bar = _progress_bar(len(todo), quiet or not todo)
+        progress = Progress(len(todo), "sweep", enabled=not quiet, unit="task")
 
         def commit(task: SweepTask, outcome: dict[str, Any]) -> None:
             store.put(task.key, task.task, task.params, lab.__version__, outcome)
             summary.ran.append(task.key)
             summary.done += outcome["status"] == "done"
             summary.failed += outcome["status"] == "failed"
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(failed=summary.failed, refresh=False)
+            progress.step(f"{summary.failed} failed" if summary.failed else "")
 
         try:
             if not todo:
@@ -248,8 +247,7 @@ def run_sweep(
                     summary.backend = f"dask {own.scheduler.address}"
                     _run_on_dask(own, kind, todo, commit)
         finally:
-            if bar is not None:
-                bar.close()
+            progress.close()
     summary.seconds = time.perf_counter() - start
     return summary
 
@@ -376,15 +374,6 @@ def _dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
         Client(cluster) as client,
     ):
         yield client
-
-
-def _progress_bar(total: int, quiet: bool) -> Any:
-    """A tqdm bar over tasks on stderr, or None when quiet, not a terminal, or tqdm is missing."""
-    if quiet or not sys.stderr.isatty() or importlib.util.find_spec("tqdm") is None:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="task", file=sys.stderr, dynamic_ncols=True)
 
 
 def _table(data: dict[str, Any], name: str, source: str, required: bool = False) -> dict[str, Any]:
