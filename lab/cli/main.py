@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from lab.core import registry
+from lab.core.errors import InputError
 
 EPILOG = """examples:
   python -m lab verify                      every claim at the quick tier
@@ -17,7 +18,7 @@ EPILOG = """examples:
 
 
 class UsageError(Exception):
-    """Bad command-line input: reported in one line, exit status 2."""
+    """Bad command-line arguments: reported in one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,16 +58,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_OK, EXIT_CLAIM_FAILED, EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether Ctrl-C caused `exc` (Numba's parallel regions re-raise it as a SystemError)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _say(message: str) -> None:
+    print(f"python -m lab: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    registry.load_plugins()
+    """Run one command; exit 0 ok, 1 a claim failed, 2 bad arguments or input, 3 a bug, 130 interrupted."""
     try:
+        registry.load_plugins()
         args = build_parser().parse_args(argv)
         return args.run(args)
-    except UsageError as exc:
-        print(f"python -m lab: error: {exc}", file=sys.stderr)
-        return 2
-    except (ValueError, TypeError) as exc:
+    except (UsageError, InputError) as exc:
+        _say(f"error: {exc}")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        _say("interrupted; finished work is kept, and the same command resumes it")
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if _interrupted(exc):
+            _say("interrupted; finished work is kept, and the same command resumes it")
+            return EXIT_INTERRUPTED
         if os.environ.get("MOE_LAB_DEBUG"):
             raise
-        print(f"python -m lab: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        first = (str(exc).strip().splitlines() or [""])[0]
+        _say(
+            f"internal error (a bug, not your input): {type(exc).__name__}: {first}; "
+            "rerun with MOE_LAB_DEBUG=1 for the traceback"
+        )
+        return EXIT_BUG

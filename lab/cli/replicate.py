@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from lab.cli.main import UsageError, nonnegative_int, positive_int
 from lab.core import registry
+from lab.core.io import check_writable, check_writable_folder
 from lab.core.registry import register_command
 
 
@@ -43,4 +44,7 @@ def run_replicate(args: argparse.Namespace) -> int:
     if unknown:
         known = ", ".join(sorted(targets)) or "none registered"
         raise UsageError(f"unknown replication target(s) {', '.join(unknown)}; known: {known}")
+    check_writable_folder(args.out, "--out")
+    if args.json:
+        check_writable(args.json, "--json")
     return max(targets[t].run(args) for t in args.targets)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab.cli.main import positive_int
+from lab.core.errors import InputError
+from lab.core.io import check_writable, check_writable_folder
 from lab.core.registry import register_command
 from lab.sweeps.report import build_report, format_status, sweep_status, write_reports
 from lab.sweeps.store import SweepStore
@@ -56,8 +58,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     """Run the sweep; exit 0 when every task is done, 1 when some failed, 130 when interrupted."""
     spec = load_spec(args.spec)
+    check_writable(args.store or spec.store, "store")
     if args.scheduler and (args.workers or args.sequential):
-        raise ValueError("--scheduler: --workers and --sequential apply to local runs only")
+        raise InputError("--scheduler: --workers and --sequential apply to local runs only")
     try:
         summary = run_sweep(
             spec,
@@ -94,9 +97,10 @@ def _status(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
+    check_writable_folder(args.out, "--out")
     path = Path(args.store or spec.store)
     if not path.exists():
-        raise ValueError(f"store: no such file {str(path)!r} (run the sweep first)")
+        raise InputError(f"store: no such file {str(path)!r} (run the sweep first)")
     with SweepStore(path) as store:
         report = build_report(spec, expand(spec), store)
     for path in write_reports(report, args.out):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from lab.cli.main import UsageError, nonnegative_int
 from lab.core import registry
-from lab.core.io import write_json_atomic, write_text_atomic
+from lab.core.io import check_writable, write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
 from lab.core.provenance import versions
 from lab.core.records import Record
@@ -41,6 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
 def run_verify(args: argparse.Namespace) -> int:
     """Run every registered check (or those in --only); exit 0 iff every record is as expected."""
     only = _parse_only(args.only)
+    for path, what in ((args.json, "--json"), (args.markdown, "--markdown")):
+        if path:
+            check_writable(path, what)
     checks = registry.checks(only)
     records: list[Record] = []
     with Progress(len(checks), "verify", enabled=not args.quiet, lines=True, unit="check") as progress:

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lab.core.errors import InputError
+
 
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
@@ -42,3 +44,38 @@ def write_text_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
 def write_json_atomic(path: str | os.PathLike[str], payload: Any) -> Path:
     """Atomically replace `path` with `payload` as indented JSON (NaN and infinities refused)."""
     return write_text_atomic(path, json.dumps(payload, indent=2, allow_nan=False) + "\n")
+
+
+def _probe(folder: Path, shown: Path, what: str) -> None:
+    """InputError unless the nearest existing folder on the way to `folder` accepts a new file."""
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InputError(f"{what}: cannot write {str(shown)!r}: {str(folder)!r} is not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise InputError(f"{what}: cannot write {str(shown)!r}: {exc.strerror or exc}") from None
+
+
+def check_writable(path: str | os.PathLike[str], what: str) -> Path:
+    """Fail before any compute when the file `path` cannot be written (InputError naming `what`).
+
+    The nearest existing folder on the way must accept a new file (probed with a temporary file
+    that is removed at once), and `path` itself must not be a folder.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"{what}: {str(target)!r} is a folder, not a file")
+    _probe(target.parent, target, what)
+    return target
+
+
+def check_writable_folder(path: str | os.PathLike[str], what: str) -> Path:
+    """Fail before any compute when files cannot be written into the folder `path`."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{what}: {str(folder)!r} is a file, not a folder")
+    _probe(folder, folder, what)
+    return folder

@@ -18,6 +18,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lab.core import plots
+from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
 from lab.core.records import jsonable
@@ -236,9 +237,9 @@ def replicate(args) -> int:
 
 def _replicate(args) -> int:
     if args.seeds < 2:
-        raise ValueError(f"--seeds must be >= 2 initialisations for a mean, got {args.seeds}")
+        raise InputError(f"--seeds must be >= 2 initialisations for a mean, got {args.seeds}")
     if args.variant != "paper":
-        raise ValueError(
+        raise InputError(
             f"--variant must be 'paper' for makkuva-fig1 (no reference code exists), got {args.variant!r}"
         )
     config = TIER_CONFIGS[args.tier]

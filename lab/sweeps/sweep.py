@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 import lab
+from lab.core.errors import InputError
 from lab.core.progress import Progress
 from lab.sweeps.store import SweepStore
 from lab.sweeps.tasks import TaskType, run_task, task_type
@@ -108,14 +109,18 @@ class RunSummary:
 
 
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
-    """Read and validate a TOML sweep spec (ValueError naming the field on bad input)."""
+    """Read and validate a TOML sweep spec (InputError naming the file and field on bad input)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"spec: no such file {str(path)!r}") from None
+        raise InputError(f"spec: no such file {str(path)!r}") from None
+    except IsADirectoryError:
+        raise InputError(f"spec: {str(path)!r} is a folder; give a TOML file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"spec {path}: cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"spec {path}: not valid TOML: {exc}") from None
+        raise InputError(f"spec {path}: not valid TOML: {exc}") from None
     return parse_spec(data, source=str(path), default_name=path.stem)
 
 
@@ -126,20 +131,20 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>", default_name: str =
     _known(sweep, _SWEEP_FIELDS, source, "[sweep] field")
     for key in ("task", "name", "store", "description"):
         if key in sweep and not isinstance(sweep[key], str):
-            raise ValueError(f"{source}: [sweep] {key} must be a string, got {sweep[key]!r}")
+            raise InputError(f"{source}: [sweep] {key} must be a string, got {sweep[key]!r}")
     if "task" not in sweep:
-        raise ValueError(f"{source}: [sweep] task is required (a registered task name)")
+        raise InputError(f"{source}: [sweep] task is required (a registered task name)")
     task_type(sweep["task"])
     name = sweep.get("name", default_name)
     if not _NAME.match(name):
-        raise ValueError(f"{source}: [sweep] name must use letters, digits, '.', '_', '-', got {name!r}")
+        raise InputError(f"{source}: [sweep] name must use letters, digits, '.', '_', '-', got {name!r}")
     params = _table(data, "params", source)
     grid = _table(data, "grid", source)
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
-            raise ValueError(f"{source}: [grid] {key} must be a non-empty list, got {values!r}")
+            raise InputError(f"{source}: [grid] {key} must be a non-empty list, got {values!r}")
         if key in params:
-            raise ValueError(f"{source}: field {key!r} is in both [params] and [grid]")
+            raise InputError(f"{source}: field {key!r} is in both [params] and [grid]")
     for table, fields in (("params", params), ("grid", grid)):
         for key, value in fields.items():
             _check_json(value, f"{source}: [{table}] {key}")
@@ -150,7 +155,7 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>", default_name: str =
         if key in report:
             value = report[key]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ValueError(f"{source}: [report] {key} must be a list of field names, got {value!r}")
+                raise InputError(f"{source}: [report] {key} must be a list of field names, got {value!r}")
             options[key] = tuple(value)
     return SweepSpec(
         name=name,
@@ -207,11 +212,11 @@ def run_sweep(
     finished is in the store).
     """
     if workers is not None and (not isinstance(workers, int) or workers < 1):
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+        raise InputError(f"workers must be an integer >= 1, got {workers!r}")
     if scheduler is not None and (client is not None or sequential):
-        raise ValueError("scheduler: give a scheduler address, a client, or sequential, not several")
+        raise InputError("scheduler: give a scheduler address, a client, or sequential, not several")
     if scheduler is not None and not dask_available(quiet=True):
-        raise ValueError("scheduler: connecting to a Dask scheduler needs dask[distributed]")
+        raise InputError("scheduler: connecting to a Dask scheduler needs dask[distributed]")
     start = time.perf_counter()
     kind = task_type(spec.task)
     tasks = expand(spec)
@@ -278,7 +283,7 @@ def _configurations(kind: TaskType, point: dict[str, Any], source: str) -> list[
     takes = kind.expand_args()
     missing = [n for n, p in takes.items() if p.default is p.empty and n not in point]
     if missing:
-        raise ValueError(f"{source}: field {missing[0]!r} is required by task {kind.name!r}")
+        raise InputError(f"{source}: field {missing[0]!r} is required by task {kind.name!r}")
     configs = kind.expand(**{k: v for k, v in point.items() if k in takes})
     overrides = {k: v for k, v in point.items() if k not in takes}
     return [_override(config, overrides, kind.name, source) for config in configs]
@@ -294,7 +299,7 @@ def _override(config: dict[str, Any], overrides: dict[str, Any], task: str, sour
             node = node.get(part) if isinstance(node, dict) else None
         if not isinstance(node, dict) or last not in node:
             fields = ", ".join(sorted(_leaves(config)))
-            raise ValueError(
+            raise InputError(
                 f"{source}: field {dotted!r} is not a field of task {task!r}'s configurations; "
                 f"fields: {fields}"
             )
@@ -379,17 +384,17 @@ def _dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
 def _table(data: dict[str, Any], name: str, source: str, required: bool = False) -> dict[str, Any]:
     if name not in data:
         if required:
-            raise ValueError(f"{source}: table [{name}] is required")
+            raise InputError(f"{source}: table [{name}] is required")
         return {}
     if not isinstance(data[name], dict):
-        raise ValueError(f"{source}: [{name}] must be a table, got {data[name]!r}")
+        raise InputError(f"{source}: [{name}] must be a table, got {data[name]!r}")
     return data[name]
 
 
 def _known(table: dict[str, Any], allowed: tuple[str, ...], source: str, what: str) -> None:
     unknown = [k for k in table if k not in allowed]
     if unknown:
-        raise ValueError(f"{source}: unknown {what} {unknown[0]!r}; allowed: {', '.join(allowed)}")
+        raise InputError(f"{source}: unknown {what} {unknown[0]!r}; allowed: {', '.join(allowed)}")
 
 
 def _check_json(value: Any, where: str) -> None:
@@ -401,6 +406,6 @@ def _check_json(value: Any, where: str) -> None:
         for i, item in enumerate(value):
             _check_json(item, f"{where}[{i}]")
     elif isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{where} must be finite, got {value!r}")
+        raise InputError(f"{where} must be finite, got {value!r}")
     elif not isinstance(value, str | int | float | bool):
-        raise ValueError(f"{where} must be a string, number, boolean, list or table, got {value!r}")
+        raise InputError(f"{where} must be a string, number, boolean, list or table, got {value!r}")

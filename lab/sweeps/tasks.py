@@ -26,6 +26,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lab.core import registry
+from lab.core.errors import InputError
 from lab.core.records import jsonable
 from lab.core.registry import Declaration, declare
 from lab.core.stats import clopper_pearson
@@ -51,7 +52,7 @@ class TaskType(Declaration):
         defaults = self.defaults or {}
         unknown = [k for k in point if k not in defaults]
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"{source}: field {unknown[0]!r} is not a parameter of task {self.name!r}; "
                 f"parameters: {', '.join(defaults)}"
             )
@@ -86,7 +87,7 @@ def task_type(name: str) -> TaskType:
     """The registered task called `name`; ValueError listing the known names otherwise."""
     tasks = registry.declared("task")
     if name not in tasks:
-        raise ValueError(f"[sweep] task must be one of {sorted(tasks)}, got {name!r}")
+        raise InputError(f"[sweep] task must be one of {sorted(tasks)}, got {name!r}")
     return tasks[name]
 
 
