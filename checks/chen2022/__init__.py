@@ -1,4 +1,5 @@
 """Checks of Chen et al. 2022.
 
-Data and gradients (A1, A5), Theorem 4.1 (B1, B2), routing (B4-B6, B10), training (B3, B7-B9, B12).
+Data and gradients (A1, A5), Theorem 4.1 (B1, B2), routing (B4-B6), the exploration stage (B10),
+training (B3, B7-B9, B12).
 """

@@ -12,11 +12,11 @@ import numpy as np
 
 from lab.chen2022.data import DataConfig, UniformRange, make_signals, sample
 from lab.chen2022.model import MoEParams
+from lab.chen2022.patch_functions import PatchFunction, random_cnn, random_lookup, random_polynomial
 from lab.chen2022.patchwise import (
     FLOOR,
     ErrorEstimate,
     PatchAdditive,
-    PatchFunction,
     PatchProduct,
     RoutedMoE,
     attaining_witness,
@@ -26,9 +26,6 @@ from lab.chen2022.patchwise import (
     orbit,
     orbit_floor,
     orbit_residual,
-    random_cnn,
-    random_lookup,
-    random_polynomial,
     relu_witness,
     search_aligned_lookup,
     summation_allowance,

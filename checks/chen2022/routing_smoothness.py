@@ -1,35 +1,33 @@
-"""Smoothed routing (Chen et al. 2022, App. C and E): Lemma 5.1 / C.1 (B4), C.3 (B5), C.4 (B6), E.4 (B10).
+"""Smoothed routing (Chen et al. 2022, App. C): Lemma 5.1 / C.1 (B4), C.3 (B5), C.4 (B6).
 
 Every probability here is exact (`lab.chen2022.routing`), so inequalities are compared without Monte
 Carlo; the only allowance is the stated round-off `ROUND_OFF` of exact p, added to each bound.
 Monte Carlo (the perturbed-argmax kernel, Clopper–Pearson) appears only where the claim is
 about the kernel itself (B6). Inputs come from the Hypothesis strategies of
-`checks.strategies.routing`, steered by `hypothesis.target` towards the worst case.
+`checks.strategies.routing`, steered by `hypothesis.target` towards the worst case
+(`checks.search.hypothesis_maximum`).
 
 Besides the paper's constants the checks test the lab's sharpened constant 2κ (proof in
-`lab.chen2022.routing_tightness`); `checks.chen2022.tightness_command` tabulates the best
-constant found against κM².
+`lab.chen2022.routing_tightness`); the sweep task `routing-tightness` (`sweeps/tightness.toml`)
+tabulates the best constant found against κM². The routers and ratios here also serve B10
+(`checks.chen2022.exploration`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, example, given, settings, target
-from hypothesis import seed as hypothesis_seed
 
+from checks.search import hypothesis_maximum
 from checks.strategies.routing import gate_pairs, gate_vectors, tie_pairs, tie_vectors
-from lab.chen2022.data import make_signals, sample, setting
-from lab.chen2022.model import MoEParams, init_params, perturbed_loss_gradients, router_logits
 from lab.chen2022.routing import Gaussian, Gumbel, Noise, Uniform, routing_frequencies, routing_probabilities
 from lab.chen2022.routing_exact import uniform_routing
 from lab.chen2022.routing_tightness import exact_constant, local_constant, proven_constant, search_constant
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson
-from lab.kernels import routed as kernels
 
 PAPER_NOISE = Uniform(0.0, 1.0)
 FAMILIES = (Uniform(0.0, 1.0), Gaussian(1.0), Gumbel(1.0))
@@ -91,37 +89,6 @@ def swap_ratio(p: np.ndarray, h: np.ndarray, per_unit: float) -> float:
     dp = np.abs(p[:, None] - p[None, :])
     dh = np.abs(h[:, None] - h[None, :])
     return float((dp / (per_unit * dh + ROUND_OFF)).max())
-
-
-def hypothesis_maximum(
-    score: Callable[[object], dict[str, float]], strategy, examples: int, seed: int, pinned: Iterable = ()
-):
-    """Largest value of each score label over the `pinned` inputs and `examples` Hypothesis examples.
-
-    Generation is steered by target(); returns {label: (value, input)}. Deterministic for a seed
-    (no example database).
-    """
-    best: dict[str, tuple[float, object]] = {}
-
-    def search(value):
-        for label, found in score(value).items():
-            target(found, label=label)
-            if label not in best or found > best[label][0]:
-                best[label] = (found, value)
-
-    search = given(strategy)(search)
-    for value in pinned:
-        search = example(value)(search)
-    search = settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        phases=(Phase.explicit, Phase.generate, Phase.target),
-        suppress_health_check=list(HealthCheck),
-    )(search)
-    hypothesis_seed(seed)(search)()
-    return best
 
 
 def _pair_scores(router: Router, kappa: float) -> Callable[[tuple], dict[str, float]]:
@@ -404,112 +371,4 @@ def verify_no_route_beyond_width(seed: int, tier: str) -> list[Record]:
             extra={"closed_form": 0.5e-6},
         )
     )
-    return records
-
-
-# ---------------------------------------------------------------- B10: Lemma E.4 along a run
-
-
-EXPLORATION = {"M": 8, "J": 4, "sigma0": 0.2, "eta": 0.01}  # η_r = M²η (Theorem 4.2)
-
-
-def exploration_run(seed: int, steps: int, n: int) -> np.ndarray:
-    """Gating outputs h(x_i; Θ⁽ᵗ⁾), shape (steps + 1, n, M), along Algorithm 1 on setting 1.
-
-    Θ⁽⁰⁾ = 0, W⁽⁰⁾ ~ N(0, σ0²); experts by normalized GD (3.4) with step η, the router by GD
-    (3.5) with η_r = M²η (Theorem 4.2); fresh Unif[0, 1] routing noise each step (the kernel).
-    """
-    M, J, sigma0, eta = (EXPLORATION[k] for k in ("M", "J", "sigma0", "eta"))
-    rng = np.random.default_rng(seed)
-    config = setting(1)
-    data = sample(config, make_signals(config, rng), n, rng)
-    params = init_params(M, J, config.d, sigma0, rng)
-    code, a, b = PAPER_NOISE.kernel_args()
-    history = [router_logits(data.x, params.Theta)]
-    for _ in range(steps):
-        routes = kernels.perturbed_argmax(history[-1], int(rng.integers(2**62)), code, a, b)
-        grad_theta, grad_w = perturbed_loss_gradients(data.x, data.y, params, routes)
-        norms = np.linalg.norm(grad_w.reshape(M, -1), axis=1)
-        step = np.divide(eta, norms, out=np.zeros(M), where=norms > 0)
-        params = MoEParams(params.Theta - M**2 * eta * grad_theta, params.W - step[:, None, None] * grad_w)
-        history.append(router_logits(data.x, params.Theta))
-    return np.stack(history)
-
-
-def uniformity_ratios(router: Router, history: np.ndarray, kappa: float) -> tuple[float, float, float]:
-    """Over a run: max dev/(M²‖h‖∞ + round-off), max dev/(κ(max h − min h) + round-off), max dev."""
-    h = history.reshape(-1, history.shape[-1])
-    M = h.shape[1]
-    dev = np.abs(router(h) - 1.0 / M).max(axis=1)
-    paper = dev / (M**2 * np.abs(h).max(axis=1) + ROUND_OFF)
-    sharp = dev / (kappa * (h.max(axis=1) - h.min(axis=1)) + ROUND_OFF)
-    return float(paper.max()), float(sharp.max()), float(dev.max())
-
-
-@register("B10", name="checks.routing_smoothness.verify_exploration")
-def verify_exploration(seed: int, tier: str) -> list[Record]:
-    """B10: max_m |P(m_{i,t} = m) − 1/M| ≤ M²‖h‖∞ along the exploration stage of a run."""
-    steps, n = (40, 200) if tier == "quick" else (400, 1000)
-    history = exploration_run(seed, steps, n)
-    M, sigma0, eta = EXPLORATION["M"], EXPLORATION["sigma0"], EXPLORATION["eta"]
-    T1 = math.floor(sigma0**0.5 / eta)  # end of the exploration stage (Sec. 5)
-    params = {
-        "steps": steps,
-        "n": n,
-        **EXPLORATION,
-        "eta_r": M**2 * eta,
-        "setting": 1,
-        "noise": repr(PAPER_NOISE),
-    }
-    stage = {
-        "T1": T1,
-        "sigma0^1.5": sigma0**1.5,
-        "max_h_inf_up_to_T1": float(np.abs(history[: T1 + 1]).max()),
-    }
-    checkpoints = sorted({0, 1, steps // 4, steps // 2, steps})
-    trajectory = {
-        str(t): {
-            "max_h_inf": float(np.abs(history[t]).max()),
-            "max_deviation": float(np.abs(routing_probabilities(history[t], PAPER_NOISE) - 1 / M).max()),
-        }
-        for t in checkpoints
-    }
-    paper, sharp, dev = uniformity_ratios(exact_router(PAPER_NOISE), history, PAPER_NOISE.kappa)
-    records = [
-        upper_bound_record(
-            claim="B10",
-            statement="Lemma E.4: max_m |p_m − 1/M| ≤ M²‖h‖∞ along the run",
-            kind="premise",
-            params=params,
-            measured=paper,
-            bound=1.0,
-            note="measured = max over steps and samples of dev / (M²‖h‖∞ + round-off)",
-            extra={"max_deviation": dev, "trajectory": trajectory, "exploration_stage": stage},
-        ),
-        upper_bound_record(
-            claim="B10",
-            statement="sharpened: max_m |p_m − 1/M| ≤ κ(max h − min h) along the run",
-            kind="premise",
-            params=params,
-            measured=sharp,
-            bound=1.0,
-            note="p(c·1) = 1/M and ‖h − c·1‖∞ = (max h − min h)/2 at the midrange c, then the 2κ bound",
-        ),
-    ]
-    for label, router in (
-        ("plain argmax (no noise)", plain_argmax),
-        ("r_0 ~ Unif[0, 1/2]", mixed_uniform_router(0.5)),
-    ):
-        paper, _, dev = uniformity_ratios(router, history, PAPER_NOISE.kappa)
-        records.append(
-            upper_bound_record(
-                claim="B10",
-                statement=f"Lemma E.4 along the same run under {label}",
-                kind="negative-control",
-                params={**params, "router": label},
-                measured=paper,
-                bound=1.0,
-                extra={"max_deviation": dev},
-            )
-        )
     return records

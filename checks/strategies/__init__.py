@@ -1,1 +1,1 @@
-"""Hypothesis strategies shared by the checks, the tests, fuzzing and the CLI's searches."""
+"""Hypothesis strategies shared by the checks, the tests and fuzzing: routing, patchwise, makkuva."""

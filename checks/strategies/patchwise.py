@@ -14,7 +14,7 @@ from hypothesis.extra.numpy import arrays
 
 from lab.chen2022.data import DataConfig, Signals, UniformRange
 from lab.chen2022.model import MoEParams
-from lab.chen2022.patchwise import ALIGNED_COSINE, ProjectionLookup, random_cnn, random_polynomial
+from lab.chen2022.patch_functions import ALIGNED_COSINE, ProjectionLookup, random_cnn, random_polynomial
 from lab.kernels.activations import ACTIVATIONS
 
 ACTIVATION_NAMES = tuple(ACTIVATIONS)

@@ -1,9 +1,9 @@
 """Hypothesis strategies for gating outputs h and pairs (h, ĥ): the inputs of the routing checks B4–B6.
 
-Public API shared by the checks, the tests and the tightness search. Every strategy takes the
-noise `scale` (the width of uniform noise, the scale of Gaussian/Gumbel noise) so that "close",
-"tied" and "far ahead" mean the same thing for every noise family. Values on the dyadic grid
-scale·k/8 make gaps of exactly one noise width exact in floating point.
+Public API shared by the checks and the tests. Every strategy takes the noise `scale` (the width
+of uniform noise, the scale of Gaussian/Gumbel noise) so that "close", "tied" and "far ahead"
+mean the same thing for every noise family. Values on the dyadic grid scale·k/8 make gaps of
+exactly one noise width exact in floating point.
 """
 
 from __future__ import annotations

@@ -4,166 +4,32 @@ Chen et al. 2022, Theorem 4.1: if D_α = D_γ, every F(x) = Σ_p f(x⁽ᵖ⁾) e
 ≥ 1/8. The proof pairs each sample with ε = −y into an orbit of four equally likely points whose
 margins sum to zero, so at least one of the four is misclassified.
 
-Per-patch functions f: R^d → R are callables on arrays (..., d) → (...): two-layer CNN filter
-banks (`CNNFilter`), polynomials in projections (`ProjectionPolynomial`) and discontinuous lookup
-tables on projections (`ProjectionLookup`, which covers thresholds and sign). Two derived results
+The per-patch function families f live in `lab.chen2022.patch_functions`. Two derived results
 live here too: the floor ω/8 when D_α and D_γ only partly overlap (`orbit_floor`) and an f that
-attains it exactly (`attaining_witness`).
+attains it exactly (`attaining_witness`), with a ReLU CNN copying it (`relu_witness`), the linear
+CNN `feature_sum` and a training-error search over aligned lookups (`search_aligned_lookup`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from lab.chen2022.data import CENTER, FEATURE, FEATURE_NOISE, DataConfig, Dataset, Signals, UniformRange
 from lab.chen2022.model import MoEParams, gate_values, routed_expert_outputs, router_logits
+from lab.chen2022.patch_functions import (
+    ALIGNED_COSINE,
+    CNNFilter,
+    PatchFunction,
+    ProjectionLookup,
+    projections,
+    signal_directions,
+)
 from lab.core.stats import DEFAULT_LEVEL, clopper_pearson
-from lab.kernels.activations import ACTIVATIONS, activation
 
 FLOOR = 1.0 / 8.0  # Theorem 4.1
 UNIT_ROUNDOFF = 2.0**-53
-# |cos(z, u)| above which a patch counts as aligned with u: signal patches reach 1 − O(d·u), while
-# a Gaussian noise patch gets there with probability ~ (2·10⁻⁹)^((d−1)/2), nil even for d = 4.
-ALIGNED_COSINE = 1.0 - 1e-9
-
-PatchFunction = Callable[[np.ndarray], np.ndarray]
-
-
-def _array(value, name: str, ndim: int, dtype=float) -> np.ndarray:
-    array = np.asarray(value, dtype=dtype)
-    if array.ndim != ndim:
-        raise ValueError(f"{name} must be a {ndim}-d array, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must be finite")
-    return array
-
-
-def _contract(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Σ_i a[..., i] b[j, i] (or b[i] for 1-d b), the same bits for a row wherever it sits in `a`.
-
-    BLAS matmul does not give that: on stacked small matrices its result depends on the row's
-    position in the block (measured: up to 7e-15 apart for d = 50), which would break the exact
-    cancellation of the orbit's margins. einsum without optimisation never calls BLAS.
-    """
-    return np.einsum("...i,ji->...j" if b.ndim == 2 else "...i,i->...", a, b)
-
-
-def _projections(U: np.ndarray, z: np.ndarray) -> np.ndarray:
-    z = np.asarray(z, dtype=float)
-    if z.ndim < 1 or z.shape[-1] != U.shape[1]:
-        raise ValueError(f"patches must have last axis d = {U.shape[1]}, got shape {z.shape}")
-    return _contract(z, U)
-
-
-@dataclass(frozen=True, eq=False)
-class CNNFilter:
-    """Two-layer CNN filter bank f(z) = Σ_j a_j σ(⟨w_j, z⟩ + b_j) (below Theorem 4.1); W is (J, d)."""
-
-    W: np.ndarray
-    b: np.ndarray
-    a: np.ndarray
-    act: str = "linear"
-
-    def __post_init__(self) -> None:
-        W = _array(self.W, "W", 2)
-        b, a = _array(self.b, "b", 1), _array(self.a, "a", 1)
-        if b.shape != (W.shape[0],) or a.shape != (W.shape[0],):
-            raise ValueError(f"b and a must have shape (J,) = ({W.shape[0]},), got {b.shape}, {a.shape}")
-        if self.act not in ACTIVATIONS:
-            raise ValueError(f"act must be one of {sorted(ACTIVATIONS)}, got {self.act!r}")
-        object.__setattr__(self, "W", W)
-        object.__setattr__(self, "b", b)
-        object.__setattr__(self, "a", a)
-
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        sigma, _ = activation(self.act)
-        return _contract(sigma(_projections(self.W, z) + self.b), self.a)
-
-    def describe(self) -> str:
-        return f"{self.act} CNN, {self.W.shape[0]} filters with biases"
-
-
-@dataclass(frozen=True, eq=False)
-class ProjectionPolynomial:
-    """f(z) = Σ_t c_t Π_i ⟨u_i, z⟩^{e_ti}: a polynomial in the projections on directions u_i (rows of U)."""
-
-    U: np.ndarray
-    exponents: np.ndarray
-    coef: np.ndarray
-
-    def __post_init__(self) -> None:
-        U, coef = _array(self.U, "U", 2), _array(self.coef, "coef", 1)
-        exponents = _array(self.exponents, "exponents", 2, dtype=np.int64)
-        if exponents.shape != (coef.shape[0], U.shape[0]) or np.any(exponents < 0):
-            raise ValueError(
-                f"exponents must be non-negative integers of shape (T, m) = ({coef.shape[0]}, "
-                f"{U.shape[0]}), got shape {exponents.shape}"
-            )
-        object.__setattr__(self, "U", U)
-        object.__setattr__(self, "exponents", exponents)
-        object.__setattr__(self, "coef", coef)
-
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        proj = _projections(self.U, z)
-        powers = [np.ones_like(proj)]
-        for _ in range(int(self.exponents.max(initial=0))):
-            powers.append(powers[-1] * proj)
-        table = np.stack(powers, axis=-1)  # (..., m, degree + 1): ⟨u_i, z⟩^e
-        terms = table[..., np.arange(self.U.shape[0]), self.exponents]  # (..., T, m)
-        return _contract(terms.prod(axis=-1), self.coef)
-
-    def describe(self) -> str:
-        return (
-            f"polynomial of degree {int(self.exponents.sum(axis=1).max())} in {self.U.shape[0]} projections"
-        )
-
-
-@dataclass(frozen=True, eq=False)
-class ProjectionLookup:
-    """f(z) = Σ_i T[i, bin(⟨u_i, z⟩)]: lookup tables on projections (edges split R into E + 1 bins).
-
-    Thresholds and sign are lookups with one edge. With `min_cosine`, a patch reads only the row of
-    the direction it is aligned with (|⟨u_i, z⟩| ≥ min_cosine·‖z‖, at most one row for orthonormal
-    u_i and min_cosine > 1/√2) and every non-aligned patch, e.g. Gaussian noise, gets f(z) = 0.
-    """
-
-    U: np.ndarray
-    edges: np.ndarray
-    table: np.ndarray
-    min_cosine: float | None = None
-
-    def __post_init__(self) -> None:
-        U, edges, table = (
-            _array(self.U, "U", 2),
-            _array(self.edges, "edges", 1),
-            _array(self.table, "table", 2),
-        )
-        if edges.size and np.any(np.diff(edges) <= 0):
-            raise ValueError("edges must be strictly increasing")
-        if table.shape != (U.shape[0], edges.size + 1):
-            raise ValueError(
-                f"table must have shape (m, E + 1) = {(U.shape[0], edges.size + 1)}, got {table.shape}"
-            )
-        if self.min_cosine is not None and not np.sqrt(0.5) < self.min_cosine <= 1.0:
-            raise ValueError(f"min_cosine must lie in (1/√2, 1] or be None, got {self.min_cosine}")
-        object.__setattr__(self, "U", U)
-        object.__setattr__(self, "edges", edges)
-        object.__setattr__(self, "table", table)
-
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        proj = _projections(self.U, z)
-        values = self.table[np.arange(self.U.shape[0]), np.searchsorted(self.edges, proj, side="right")]
-        if self.min_cosine is not None:
-            norm = np.linalg.norm(z, axis=-1, keepdims=True)
-            values = np.where((np.abs(proj) >= self.min_cosine * norm) & (norm > 0), values, 0.0)
-        return values.sum(axis=-1)
-
-    def describe(self) -> str:
-        kind = "aligned-patch" if self.min_cosine is not None else "summed"
-        return f"{kind} lookup on {self.U.shape[0]} projections, {self.edges.size + 1} bins"
 
 
 def _check_x(x: np.ndarray) -> np.ndarray:
@@ -389,7 +255,7 @@ def attaining_witness(config: DataConfig, signals: Signals) -> ProjectionLookup:
     )
     centre_rows = np.where(mids > 0, -cluster * 1.0, 0.0)
     return ProjectionLookup(
-        np.vstack([signals.V, signals.C]), edges, np.vstack([feature_rows, centre_rows]), ALIGNED_COSINE
+        signal_directions(signals), edges, np.vstack([feature_rows, centre_rows]), ALIGNED_COSINE
     )
 
 
@@ -421,53 +287,6 @@ def feature_sum(signals: Signals) -> CNNFilter:
     return CNNFilter(signals.V, np.zeros(K), np.ones(K), "linear")
 
 
-def _signal_directions(signals: Signals) -> np.ndarray:
-    return np.vstack([signals.V, signals.C])
-
-
-def random_cnn(
-    rng: np.random.Generator,
-    signals: Signals,
-    J: int,
-    act: str,
-    bias_scale: float = 1.0,
-    signal_weight: float = 1.0,
-) -> CNNFilter:
-    """Random CNN filters: w_j = signal_weight·(Gaussian mix of v_k, c_k) + N(0, I/d); b_j, a_j Gaussian."""
-    if not isinstance(J, int | np.integer) or J < 1:
-        raise ValueError(f"J must be an integer >= 1, got {J!r}")
-    U = _signal_directions(signals)
-    d = U.shape[1]
-    W = signal_weight * rng.standard_normal((J, U.shape[0])) @ U + rng.standard_normal((J, d)) / np.sqrt(d)
-    return CNNFilter(W, bias_scale * rng.standard_normal(J), rng.standard_normal(J), act)
-
-
-def random_polynomial(
-    rng: np.random.Generator, signals: Signals, degree: int, terms: int
-) -> ProjectionPolynomial:
-    """A random polynomial of total degree ≤ `degree` in the 2K projections ⟨v_k, z⟩, ⟨c_k, z⟩."""
-    if not isinstance(degree, int | np.integer) or degree < 1:
-        raise ValueError(f"degree must be an integer >= 1, got {degree!r}")
-    if not isinstance(terms, int | np.integer) or terms < 1:
-        raise ValueError(f"terms must be an integer >= 1, got {terms!r}")
-    U = _signal_directions(signals)
-    exponents = np.zeros((terms, U.shape[0]), dtype=np.int64)
-    for t in range(terms):
-        for i in rng.integers(0, U.shape[0], size=rng.integers(1, degree + 1)):
-            exponents[t, i] += 1
-    return ProjectionPolynomial(U, exponents, rng.standard_normal(terms))
-
-
-def random_lookup(
-    rng: np.random.Generator, signals: Signals, edges: np.ndarray, aligned: bool = False
-) -> ProjectionLookup:
-    """A lookup table with N(0, 1) entries on the 2K signal projections with the given bin edges."""
-    U = _signal_directions(signals)
-    edges = np.unique(np.asarray(edges, dtype=float))
-    table = rng.standard_normal((U.shape[0], edges.size + 1))
-    return ProjectionLookup(U, edges, table, ALIGNED_COSINE if aligned else None)
-
-
 def search_aligned_lookup(
     data: Dataset,
     signals: Signals,
@@ -481,10 +300,10 @@ def search_aligned_lookup(
     A search, not a construction: it sees only the training error, over tables that can compare
     |projection| magnitudes (bins between `edges`) as well as signs and directions.
     """
-    U = _signal_directions(signals)
+    U = signal_directions(signals)
     edges = np.unique(np.asarray(edges, dtype=float))
     rows, bins = U.shape[0], edges.size + 1
-    proj = _projections(U, data.x)
+    proj = projections(U, data.x)
     row = np.argmax(np.abs(proj), axis=-1)
     t = np.take_along_axis(proj, row[..., None], axis=-1)[..., 0]
     aligned = np.abs(t) >= ALIGNED_COSINE * np.linalg.norm(data.x, axis=-1)

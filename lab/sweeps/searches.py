@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from lab.chen2022.data import DataConfig, UniformRange, make_signals, sample, setting
+from lab.chen2022.patch_functions import PatchFunction
 from lab.chen2022.patchwise import (
     PatchAdditive,
-    PatchFunction,
     attaining_witness,
     enumerated_error,
     error_rate,

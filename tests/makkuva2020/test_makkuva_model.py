@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from checks.makkuva2020.claims import gru_cases
+from checks.strategies.makkuva import gru_cases
 from lab.core.stats import clopper_pearson, normal_mean
 from lab.makkuva2020.gated_regression import (
     GatedRegression,

@@ -17,9 +17,9 @@ from checks.strategies.patchwise import (
     uniform_ranges,
 )
 from lab.chen2022.data import DataConfig, UniformRange, make_signals, sample
+from lab.chen2022.patch_functions import CNNFilter, random_cnn
 from lab.chen2022.patchwise import (
     FLOOR,
-    CNNFilter,
     PatchAdditive,
     PatchProduct,
     RoutedMoE,
@@ -29,7 +29,6 @@ from lab.chen2022.patchwise import (
     orbit_floor,
     orbit_margins,
     orbit_residual,
-    random_cnn,
     summation_allowance,
 )
 

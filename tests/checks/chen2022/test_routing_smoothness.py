@@ -1,0 +1,76 @@
+"""Premise and negative-control tests of the routing checks B4, B5, B6 (Lemmas 5.1/C.1, C.3, C.4)."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from checks.chen2022 import routing_smoothness as rs
+from checks.strategies.routing import gate_pairs, gate_vectors, tie_pairs
+from lab.chen2022.routing import Gaussian, Gumbel, Uniform, routing_probabilities
+
+FAMILIES = st.sampled_from([Uniform(0.0, 1.0), Uniform(-2.0, 0.5), Gaussian(0.6), Gumbel(1.7)])
+
+
+@st.composite
+def noisy_pairs(draw):
+    noise = draw(FAMILIES)
+    return noise, draw(gate_pairs(scale=noise.spread))
+
+
+# ---------------------------------------------------------------- B4 / B5 premises and controls
+
+
+@given(noisy_pairs())
+def test_lemma_5_1_and_the_sharp_constant_hold(case):
+    noise, (h, h_hat) = case
+    router = rs.exact_router(noise)
+    assert rs.pair_ratio(router, h, h_hat, noise.kappa * h.size**2) <= 1.0
+    assert rs.pair_ratio(router, h, h_hat, 2.0 * noise.kappa) <= 1.0
+
+
+@given(st.sampled_from(tie_pairs()))
+def test_routing_without_noise_breaks_lemma_5_1(pair):
+    h, h_hat = pair
+    assert rs.pair_ratio(rs.plain_argmax, h, h_hat, h.size**2) > 1.0
+    assert rs.pair_ratio(rs.exact_router(Uniform(0.0, 1e-6)), h, h_hat, h.size**2) > 1.0
+
+
+@given(st.data())
+def test_lemma_c3_holds_and_non_identical_noise_breaks_it(data):
+    noise = data.draw(FAMILIES)
+    h = data.draw(gate_vectors(scale=noise.spread))
+    p = routing_probabilities(h, noise)
+    assert rs.swap_ratio(p, h, noise.kappa * h.size**2) <= 1.0
+    assert rs.swap_ratio(p, h, 2.0 * noise.kappa) <= 1.0
+    tied = data.draw(gate_vectors(kinds=("ties",)))
+    tied[:2] = tied.max()  # experts 0 and 1 tied for the top
+    assert rs.swap_ratio(rs.mixed_uniform_router(0.5)(tied)[0], tied, 2.0 * tied.size**2) > 1.0
+    assert rs.swap_ratio(rs.plain_argmax(tied)[0], tied, 2.0 * tied.size**2) > 1.0
+
+
+# ---------------------------------------------------------------- B6
+
+
+@given(st.data())
+def test_lemma_c4_exact_zero_and_the_gaussian_control(data):
+    low = data.draw(st.floats(-2.0, 2.0))
+    noise = Uniform(low, low + data.draw(st.floats(0.1, 3.0)))
+    h = data.draw(gate_vectors(kinds=("gapped",), scale=noise.width))  # the width as rounded in floats
+    gapped = rs._gapped(h, noise.width)
+    assert np.all(routing_probabilities(h, noise)[gapped] == 0.0)
+    assert np.all(routing_probabilities(h, Gaussian(noise.width))[gapped] > 0.0)
+
+
+# ---------------------------------------------------------------- the registered entries
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [rs.verify_lipschitz, rs.verify_swap, rs.verify_no_route_beyond_width],
+    ids=lambda f: f.__name__,
+)
+def test_registered_entries_are_all_as_expected(entry):
+    records = entry(0, "quick")
+    assert records and all(r.ok for r in records), [(r.statement, r.outcome) for r in records]
+    assert {r.kind for r in records} == {"premise", "negative-control"}
