@@ -1,13 +1,23 @@
-"""`python -m lab bench-report`: Markdown regression report from pytest-benchmark's saved runs."""
+"""`python -m lab bench-report`: Markdown regression report and a small JSON summary of pytest-benchmark runs.
+
+This module is the one place that reads pytest-benchmark's saved files (`.benchmarks/*/*.json`).
+`--summary PATH` condenses the latest run into the file the docs render
+(`results/bench/summary.json`): per benchmark the kernel, minimum and median time, GFLOP/s, the
+fraction of the one-thread DGEMM rate and the speed-up over its NumPy twin, plus the machine.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
-from lab.core.io import write_text_atomic
+from lab.core.errors import InputError
+from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.registry import register_command
+
+SUMMARY_FORMAT = "moe-lab bench summary 1"
 
 
 def saved_runs(folder: Path) -> list[Path]:
@@ -15,30 +25,55 @@ def saved_runs(folder: Path) -> list[Path]:
     return sorted(folder.glob("*/*.json"), key=lambda p: p.name)
 
 
+def load_run(path: Path) -> dict[str, Any]:
+    """One saved pytest-benchmark run; a damaged file is an InputError naming it."""
+    try:
+        run = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a readable pytest-benchmark file ({exc})") from None
+    if not isinstance(run, dict) or not isinstance(run.get("benchmarks"), list):
+        raise InputError(f"{path}: not a pytest-benchmark file (no 'benchmarks' list)")
+    return run
+
+
 def _minimum_ms(bench: dict) -> float:
     return 1e3 * bench["stats"]["min"]
+
+
+def twin_minimums(benchmarks: list[dict]) -> dict[str | None, float]:
+    """Minimum time (ms) of each group's NumPy twin, the `[numpy]`-parametrised benchmark."""
+    return {b["group"]: _minimum_ms(b) for b in benchmarks if "[numpy]" in b["name"]}
+
+
+def speedup(bench: dict, twins: dict[str | None, float]) -> float | None:
+    """How many times faster than the NumPy twin of its group (None for a twin or a group without one)."""
+    twin = twins.get(bench["group"])
+    return twin / _minimum_ms(bench) if twin and "[numpy]" not in bench["name"] else None
+
+
+def _sorted(benchmarks: list[dict]) -> list[dict]:
+    return sorted(benchmarks, key=lambda b: (b["group"] or "", b["name"]))
 
 
 def report(latest: dict, previous: dict | None) -> str:
     """Table: kernel, this run, previous run, change, speed-up over the NumPy twin, fraction of DGEMM."""
     before = {b["fullname"]: b for b in (previous or {}).get("benchmarks", [])}
-    twins = {b["group"]: _minimum_ms(b) for b in latest["benchmarks"] if "[numpy]" in b["name"]}
+    twins = twin_minimums(latest["benchmarks"])
     rows = [
         "| benchmark | kernel | this run (ms, min) | previous (ms) | change | speed-up vs NumPy twin "
         "| fraction of DGEMM |",
         "|---|---|---|---|---|---|---|",
     ]
-    for bench in sorted(latest["benchmarks"], key=lambda b: (b["group"] or "", b["name"])):
+    for bench in _sorted(latest["benchmarks"]):
         now = _minimum_ms(bench)
         old = before.get(bench["fullname"])
         old_ms = _minimum_ms(old) if old else None
         change = f"{100 * (now / old_ms - 1):+.1f} %" if old_ms else "-"
-        twin = twins.get(bench["group"])
-        speedup = f"{twin / now:.1f}×" if twin and "[numpy]" not in bench["name"] else "-"
+        ratio = speedup(bench, twins)
         fraction = bench.get("extra_info", {}).get("fraction_of_dgemm")
         rows.append(
             f"| {bench['name']} | {bench.get('extra_info', {}).get('kernel', bench['group'])} | {now:.3f} | "
-            f"{f'{old_ms:.3f}' if old_ms else '-'} | {change} | {speedup} | "
+            f"{f'{old_ms:.3f}' if old_ms else '-'} | {change} | {f'{ratio:.1f}×' if ratio else '-'} | "
             f"{f'{100 * fraction:.0f} %' if fraction is not None else '-'} |"
         )
     machine = latest.get("machine_info", {})
@@ -47,21 +82,74 @@ def report(latest: dict, previous: dict | None) -> str:
     return head + "\n\n" + "\n".join(rows) + "\n"
 
 
-@register_command("bench-report", "Markdown report of the last saved benchmark run against the one before")
+def summary(run: dict, source: str) -> dict[str, Any]:
+    """The small JSON the docs render: one entry per benchmark, the machine, the DGEMM reference rate.
+
+    The host name is left out on purpose; `source` is the saved run's file name.
+    """
+    twins = twin_minimums(run["benchmarks"])
+    benches, dgemm = [], None
+    for bench in _sorted(run["benchmarks"]):
+        extra, stats = bench.get("extra_info", {}), bench["stats"]
+        dgemm = dgemm if dgemm is not None else extra.get("dgemm_gflops")
+        median = stats.get("median")
+        benches.append(
+            {
+                "name": bench["name"],
+                "group": bench.get("group"),
+                "kernel": extra.get("kernel", bench.get("group") or bench["name"]),
+                "min_ms": _minimum_ms(bench),
+                "median_ms": 1e3 * median if median is not None else None,
+                "rounds": stats.get("rounds"),
+                "flops": extra.get("flops"),
+                "gflops": extra.get("gflops"),
+                "fraction_of_dgemm": extra.get("fraction_of_dgemm"),
+                "speedup_vs_numpy_twin": speedup(bench, twins),
+            }
+        )
+    machine, commit = run.get("machine_info", {}), run.get("commit_info", {})
+    cpu = machine.get("cpu", {})
+    return {
+        "format": SUMMARY_FORMAT,
+        "source": source,
+        "datetime": run.get("datetime"),
+        "commit": {key: commit.get(key) for key in ("id", "branch", "dirty")},
+        "machine": {
+            "cpu": cpu.get("brand_raw"),
+            "arch": cpu.get("arch_string_raw") or machine.get("machine"),
+            "cores": cpu.get("count"),
+            "system": " ".join(filter(None, (machine.get("system"), machine.get("release")))) or None,
+            "python": machine.get("python_version"),
+        },
+        "dgemm_gflops": dgemm,
+        "benchmarks": benches,
+    }
+
+
+@register_command(
+    "bench-report", "Markdown report of the last saved benchmark run against the one before, and its summary"
+)
 def configure(parser: argparse.ArgumentParser):
     parser.add_argument("--storage", default=".benchmarks", help="pytest-benchmark storage folder")
     parser.add_argument("--out", metavar="PATH", help="also write the report here")
+    parser.add_argument(
+        "--summary",
+        metavar="PATH",
+        help="also write the latest run's summary JSON (e.g. results/bench/summary.json)",
+    )
 
     def run(args: argparse.Namespace) -> int:
         runs = saved_runs(Path(args.storage))
         if not runs:
-            raise ValueError(f"--storage: no saved benchmark runs under {args.storage!r}; run `nox -s bench`")
-        latest = json.loads(runs[-1].read_text())
-        previous = json.loads(runs[-2].read_text()) if len(runs) > 1 else None
+            raise InputError(f"--storage: no saved benchmark runs under {args.storage!r}; run `nox -s bench`")
+        latest = load_run(runs[-1])
+        previous = load_run(runs[-2]) if len(runs) > 1 else None
         text = report(latest, previous)
         print(text)
         if args.out:
             write_text_atomic(args.out, text)
+        if args.summary:
+            write_json_atomic(args.summary, summary(latest, runs[-1].name))
         return 0
 
     return run

@@ -1,9 +1,10 @@
-"""The benchmark regression report reads pytest-benchmark's saved runs."""
+"""The benchmark report and summary read pytest-benchmark's saved runs (the one place that does)."""
 
 import json
 
-from lab.cli.bench_report import report, saved_runs
+from lab.cli.bench_report import report, saved_runs, summary
 from lab.cli.main import main
+from lab.docs.results import load_bench
 
 
 def _run(numba_ms, numpy_ms):
@@ -44,3 +45,42 @@ def test_report_compares_with_previous_and_twin(tmp_path, capsys):
 def test_no_saved_runs_is_a_usage_error(tmp_path, capsys):
     assert main(["bench-report", "--storage", str(tmp_path)]) == 2
     assert "no saved benchmark runs" in capsys.readouterr().err
+
+
+def test_summary_is_the_small_json_the_docs_render(tmp_path):
+    folder = tmp_path / "Linux-CPython"
+    folder.mkdir()
+    run = _run(4.0, 400.0)
+    run["benchmarks"][0]["stats"] |= {"median": 0.005, "rounds": 9}
+    run["benchmarks"][0]["extra_info"] |= {"gflops": 25.0, "dgemm_gflops": 50.0, "flops": 1e8}
+    run["machine_info"] |= {"node": "my-laptop", "python_version": "3.11.7", "system": "Linux"}
+    (folder / "0001_a.json").write_text(json.dumps(run))
+    out = tmp_path / "results" / "bench" / "summary.json"
+    assert main(["bench-report", "--storage", str(tmp_path), "--summary", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data == summary(run, "0001_a.json")
+    assert data["source"] == "0001_a.json" and data["dgemm_gflops"] == 50.0
+    assert data["machine"] == {
+        "cpu": "cpu",
+        "arch": None,
+        "cores": None,
+        "system": "Linux",
+        "python": "3.11.7",
+    }
+    assert "my-laptop" not in out.read_text()  # the host name stays out of the repository
+    numba, numpy = data["benchmarks"]
+    assert numba["min_ms"] == 4.0 and numba["median_ms"] == 5.0 and numba["rounds"] == 9
+    assert numba["speedup_vs_numpy_twin"] == 100.0 and numba["fraction_of_dgemm"] == 0.5
+    assert numpy["speedup_vs_numpy_twin"] is None and numpy["median_ms"] is None
+    assert load_bench(out).payload == data  # what the docs accept
+
+
+def test_a_damaged_saved_run_is_one_line_naming_it(tmp_path, capsys):
+    folder = tmp_path / "Linux-CPython"
+    folder.mkdir()
+    (folder / "0001_a.json").write_text("{")
+    assert main(["bench-report", "--storage", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "0001_a.json" in err and "not a readable pytest-benchmark file" in err and len(err.splitlines()) == 1
+    )

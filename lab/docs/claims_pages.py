@@ -1,0 +1,164 @@
+"""The claims catalogue pages, one per paper: prose from `catalogue`, checks from the registry, verdicts
+from `results/verify.json`."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from lab.core.registry import claim_order
+from lab.docs.catalogue import BY_ID, PAPERS, SUBSTRATE, paper_of
+from lab.docs.markdown import anchor, code, interval, num, page, table
+from lab.docs.results import VERIFY_COMMAND, Results
+
+OUTCOME_ORDER = ("pass", "detected", "finding", "FAIL", "MISSED", "FINDING NOW HOLDS")
+
+
+@dataclass(frozen=True)
+class CheckInfo:
+    """A registered check as the docs show it: stable name, claims, module and its file."""
+
+    name: str
+    claims: tuple[str, ...]
+    module: str
+
+    @property
+    def path(self) -> str:
+        return self.module.replace(".", "/") + ".py"
+
+
+def registered_checks() -> list[CheckInfo]:
+    """Every check the registry holds (sorted as `verify` runs them)."""
+    from lab.core import registry
+
+    return [CheckInfo(c.name, c.claims, c.func.__module__) for c in registry.checks()]
+
+
+def outcome_summary(records: list[dict[str, Any]]) -> str:
+    """`3 pass, 2 detected` in a fixed order of outcomes."""
+    counts = Counter(r["outcome"] for r in records)
+    words = [f"{counts[o]} {o}" for o in OUTCOME_ORDER if counts[o]]
+    words += [f"{counts[o]} {o}" for o in sorted(counts) if o not in OUTCOME_ORDER]
+    return ", ".join(words) or "no records"
+
+
+def verdict_table(records: list[dict[str, Any]]) -> str:
+    """Every record in full, numbered; notes and findings listed under the table by number."""
+    rows = [
+        (
+            i,
+            r["kind"],
+            r["statement"],
+            num(r.get("measured")),
+            num(r.get("bound")),
+            interval(r.get("ci")),
+            r["verdict"],
+            num(r.get("slack")),
+            r["outcome"],
+        )
+        for i, r in enumerate(records, 1)
+    ]
+    text = table(("#", "kind", "statement", "measured", "bound", "CI", "verdict", "slack", "outcome"), rows)
+    notes: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(records, 1):
+        for label, key in (("known finding", "finding"), ("note", "note")):
+            if r.get(key):
+                notes.setdefault((label, r[key]), []).append(i)
+    lines = [
+        f"- {label} ({', '.join(f'#{i}' for i in rows)}): {body}" for (label, body), rows in notes.items()
+    ]
+    return text + ("\n\n" + "\n".join(lines) if lines else "")
+
+
+def verify_provenance(results: Results) -> str:
+    """One sentence: which file, seed, tier and versions the verdicts come from."""
+    verify = results.verify
+    versions = verify.get("versions") or {}
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+    return (
+        f"Verdicts are rendered from `results/verify.json`: {len(results.records)} records at the "
+        f"`{verify['tier']}` tier, seed {verify['seed']}" + (f" ({shown})" if shown else "") + ". "
+        f"Refresh them with `{VERIFY_COMMAND}`, then `python -m lab docs`."
+    )
+
+
+def _claim_section(claim_id: str, checks: list[CheckInfo], records: list[dict[str, Any]]) -> str:
+    entry = BY_ID.get(claim_id)
+    title = entry.title if entry else "(no catalogue entry)"
+    lines = [anchor(claim_id.lower()), f"## {claim_id}: {title}", ""]
+    if entry is None:
+        lines.append(
+            "This claim has a check but no catalogue entry yet: add its statement, reference, premise "
+            "and negative controls to `lab/docs/catalogue.py`."
+        )
+    else:
+        lines += [
+            f"- **Paper:** {entry.reference}.",
+            f"- **Statement:** {entry.statement}",
+            f"- **Premise run:** {entry.premise}",
+            f"- **Negative controls:** {entry.controls}",
+        ]
+    if checks:
+        names = "; ".join(f"{code(c.name)} in {code(c.path)}" for c in checks)
+        label = "Check" if len(checks) == 1 else "Checks"
+        lines.append(
+            f"- **{label}:** {names}. `python -m lab verify --only {claim_id}` runs this claim alone."
+        )
+    else:
+        lines.append("- **Check:** none registered.")
+    if entry is not None and entry.also:
+        lines.append(f"- **See also:** {entry.also}")
+    lines.append("")
+    if records:
+        lines += [f"Latest verdicts ({outcome_summary(records)}):", "", verdict_table(records)]
+    elif checks:
+        lines.append(
+            f"No records for {claim_id} in `results/verify.json`: rerun `{VERIFY_COMMAND}` to add them."
+        )
+    return "\n".join(lines)
+
+
+def claims_page(paper_key: str, results: Results, checks: list[CheckInfo]) -> str:
+    """docs/claims/<paper>.md."""
+    paper = PAPERS[paper_key]
+    by_claim: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in results.records:
+        by_claim[record["claim"]].append(record)
+    checks_of: dict[str, list[CheckInfo]] = defaultdict(list)
+    for check in checks:
+        for claim in check.claims:
+            checks_of[claim].append(check)
+    ids = {c.id for c in BY_ID.values() if c.paper == paper_key}
+    ids |= {c for c, found in checks_of.items() if paper_of(c, found[0].module) == paper_key}
+    ids |= {c for c in by_claim if paper_of(c) == paper_key}
+    ordered = sorted(ids, key=claim_order)
+    everything = [r for c in ordered for r in by_claim.get(c, [])]
+    overview = table(
+        ("claim", "what", "records", "outcomes"),
+        [
+            (
+                f"[{c}](#{c.lower()})",
+                BY_ID[c].title if c in BY_ID else "-",
+                len(by_claim.get(c, [])),
+                outcome_summary(by_claim.get(c, [])),
+            )
+            for c in ordered
+        ],
+    )
+    intro = (
+        f"{paper.cite}, *{paper.title}*. {paper.scope}\n\n"
+        "Each claim below has a premise run (the paper's assumptions hold; the check must pass) and "
+        "negative controls (an assumption is broken or the code is deliberately mutated; the check "
+        "must detect it). How to read a verdict: [the verdict vocabulary](../index.md#reading-a-verdict).\n\n"
+        + verify_provenance(results)
+        + f"\n\nAll {len(everything)} records of this paper: {outcome_summary(everything)}."
+    )
+    parts = [intro, overview]
+    if paper_key == "chen2022":
+        parts.append(
+            "The substrate objects below have no claim of their own to verify; unit tests cover them.\n\n"
+            + table(("id", "object", "tests"), [(i, what, code(path)) for i, what, path in SUBSTRATE])
+        )
+    parts += [_claim_section(c, checks_of.get(c, []), by_claim.get(c, [])) for c in ordered]
+    return page(f"Claims: {paper.short}", *parts)

@@ -1,0 +1,161 @@
+"""Picking the evidence for a finding out of the committed results, and saying plainly when it is absent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lab.chen2022 import replicate as chen
+from lab.docs.markdown import fixed, interval, num, table
+from lab.docs.results import Replication, Results
+
+
+def record(
+    results: Results,
+    claim: str,
+    kind: str = "premise",
+    contains: str | None = None,
+    where: Callable[[dict[str, Any]], bool] | None = None,
+) -> dict[str, Any] | None:
+    """The first record of `claim` and `kind` whose statement contains `contains` (and passes `where`)."""
+    for r in results.records:
+        if r["claim"] != claim or r["kind"] != kind:
+            continue
+        if contains is not None and contains not in r["statement"]:
+            continue
+        if where is not None and not where(r):
+            continue
+        return r
+    return None
+
+
+def records(results: Results, claim: str, kind: str = "premise") -> list[dict[str, Any]]:
+    return [r for r in results.records if r["claim"] == claim and r["kind"] == kind]
+
+
+def extra(r: dict[str, Any] | None, *path: str) -> Any:
+    """A nested value of a record's `extra` (None when any step is missing)."""
+    value: Any = (r or {}).get("extra")
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def measured(r: dict[str, Any]) -> str:
+    """`measured (CI [a, b])` or just the measured value."""
+    text = num(r.get("measured"))
+    return text + (f" (CI {interval(r['ci'])})" if r.get("ci") else "")
+
+
+def record_rows(rs: Iterable[dict[str, Any] | None]) -> str:
+    """The records that exist, as a table of statement, measured, bound, CI, slack and outcome."""
+    rows = [
+        (
+            r["claim"],
+            r["statement"],
+            num(r.get("measured")),
+            num(r.get("bound")),
+            interval(r.get("ci")),
+            num(r.get("slack")),
+            r["outcome"],
+        )
+        for r in rs
+        if r is not None
+    ]
+    return table(("claim", "statement", "measured", "bound", "CI", "slack", "outcome"), rows)
+
+
+def missing(command: str) -> str:
+    """The sentence for a finding whose evidence is not among the committed results."""
+    return (
+        f"*The committed results do not hold this measurement yet.* It comes from:\n\n```bash\n{command}\n```"
+    )
+
+
+def verify_missing(claims: str) -> str:
+    return missing(f"python -m lab verify --only {claims} --seed 0 --json results/verify.json")
+
+
+# ------------------------------------------------------------------------------------ replications
+
+
+@dataclass(frozen=True)
+class CellMean:
+    """One table cell of a committed replication: the lab's mean ± std over seeds and the paper's value."""
+
+    source: str
+    label: str
+    setting: int
+    seeds: int
+    mean: float
+    std: float | None
+    paper: float
+
+
+def full_tier(results: Results, target: str, variant: str = "paper") -> Replication | None:
+    """The committed replication of `target` at the paper's protocol (full tier), if any."""
+    found = [
+        r for r in results.replications if r.target == target and r.variant == variant and r.tier == "full"
+    ]
+    return sorted(found, key=lambda r: r.name)[0] if found else None
+
+
+def cell_means(rep: Replication, keep: Callable[[chen.Cell], bool] = lambda cell: True) -> list[CellMean]:
+    """Per cell and setting of the target: the runs' mean accuracy beside the paper's."""
+    out = []
+    for cell in chen.TARGETS[rep.target]:
+        if not keep(cell):
+            continue
+        for setting, paper in sorted(cell.paper.items()):
+            runs = [
+                r["test_accuracy"]
+                for r in rep.payload["runs"]
+                if r["setting"] == setting
+                and r["model"] == cell.model
+                and all(r.get(k) == v for k, v in cell.params.items())
+            ]
+            if runs:
+                values = np.asarray(runs, dtype=float)
+                std = float(values.std(ddof=1)) if values.size > 1 else None
+                out.append(
+                    CellMean(rep.name, cell.label, setting, len(runs), float(values.mean()), std, paper[0])
+                )
+    return out
+
+
+def cell_table(cells: list[CellMean]) -> str:
+    rows = [
+        (
+            f"`{c.source}`",
+            c.label,
+            c.setting,
+            c.seeds,
+            fixed(c.mean, 2) + (f" ± {fixed(c.std, 2)}" if c.std is not None else ""),
+            fixed(c.paper, 2),
+            f"{c.mean - c.paper:+.2f}",
+        )
+        for c in cells
+    ]
+    return table(("file", "cell", "setting", "seeds", "lab test accuracy (%)", "paper (%)", "diff"), rows)
+
+
+def replication_evidence(
+    results: Results, target: str, variant: str, keep: Callable[[chen.Cell], bool], command: str
+) -> str:
+    """A table of the kept cells from the full-tier file of (target, variant), or how to produce it."""
+    rep = full_tier(results, target, variant)
+    if rep is None:
+        quick = [f"`{r.name}`" for r in results.replications if r.target == target and r.variant == variant]
+        note = (
+            f"Committed at a smaller tier only ({', '.join(quick)}): a smoke run, not evidence. "
+            if quick
+            else ""
+        )
+        return note + missing(command)
+    cells = cell_means(rep, keep)
+    return cell_table(cells) if cells else missing(command)

@@ -1,0 +1,317 @@
+"""docs/index.md, docs/sweeps.md and docs/adding-a-claim.md: prose, plus tables derived from the code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lab.core.records import KINDS, VERDICTS, Record
+from lab.docs.catalogue import PAPERS
+from lab.docs.claims_pages import outcome_summary
+from lab.docs.markdown import anchor, code, page, table
+from lab.docs.results import VERIFY_COMMAND, Results, ResultsError
+
+PAGES = (
+    (
+        "claims/chen2022.md",
+        "Claims of Chen et al. 2022: statement, reference, check, controls, latest verdicts",
+    ),
+    ("claims/makkuva2020.md", "Claims of Makkuva et al. 2020, the same way"),
+    ("claims/shazeer2017.md", "Claims of Shazeer et al. 2017, the same way"),
+    ("findings.md", "Where the lab and the papers disagree, and bounds with room to spare"),
+    ("replications.md", "The papers' tables and Fig. 1 rerun, beside the papers' numbers"),
+    ("performance.md", "Numba kernels, determinism, benchmark numbers"),
+    ("sweeps.md", "Grids of experiments on Dask with a resumable store"),
+    ("adding-a-claim.md", "How to add a claim: premise, negative control, stable name, entry point"),
+)
+
+
+def outcome_table() -> str:
+    """Every (kind, verdict, finding mark) with the outcome and exit status `Record` gives it."""
+    rows = []
+    for kind in KINDS:
+        marks = (False, True) if kind == "premise" else (False,)
+        for marked in marks:
+            for verdict in VERDICTS:
+                record = Record(
+                    claim="X0",
+                    statement="",
+                    kind=kind,
+                    params={},
+                    measured=None,
+                    bound=None,
+                    verdict=verdict,
+                    finding="known" if marked else None,
+                )
+                label = f"{kind} marked as a known finding" if marked else kind
+                rows.append((label, verdict, code(record.outcome), "ok" if record.ok else "fails the run"))
+    return table(("kind", "verdict", "outcome", "exit status of verify"), rows)
+
+
+READING_TEXT = """\
+{anchor}
+## Reading a verdict
+
+Every row of `python -m lab verify` is one result record: the claim id, its `kind`, the statement in
+words, the parameters it ran with, the measured value, the bound, a confidence interval where Monte
+Carlo is involved, the verdict and the slack.
+
+- `kind` is `premise` (the paper's assumptions hold, so the claim must hold) or `negative-control`
+  (an assumption is broken or the code is deliberately mutated, so the check must *fail*: a check
+  that cannot fail proves nothing).
+- The verdict is `holds`, `violated` or `not-applicable`. Monte-Carlo verdicts are decided by the
+  interval (Clopper-Pearson for error rates, otherwise a stated normal or Hoeffding interval), never
+  by an ad-hoc tolerance; exact comparisons state their round-off allowance in the parameters.
+- The slack is bound ÷ measured for an upper bound (for a floor, measured ÷ bound): far above 1
+  means the bound has room to spare, which is a finding of its own.
+- The outcome says how the lab reads the verdict, and decides the exit status of `verify`:
+
+{outcomes}
+
+A premise marked as a known finding is a paper claim the lab does not reproduce; the mark keeps the
+run green while the finding reproduces and turns it red when the claim starts to hold (then the mark
+must go). `verify` exits 0 when every record is as expected and 1 otherwise; every command exits 2
+on bad input (one line naming the argument or file) and 3 on an internal error."""
+
+RESULTS_TEXT = """\
+{anchor}
+## The results folder
+
+The numbers in these pages are rendered from files committed under `results/`; none is typed by hand.
+
+- `results/verify.json`: every record of one `verify` run, with its seed, tier and versions. Written
+  by `{verify}`.
+- `results/replicate/TARGET.json`: one replication, its configuration and every run record. Written
+  by `python -m lab replicate TARGET --out results/replicate --json results/replicate/TARGET.json`
+  (`TARGET_reference-code.json` for `--variant reference-code`).
+- `results/replicate/runs/`: one file per finished run, written by the same command, so a
+  replication resumes where it stopped.
+- `results/bench/summary.json`: one benchmark run, per kernel the times, GFLOP/s, the fraction of the
+  one-thread DGEMM rate and the machine. Written by `nox -s bench` followed by
+  `python -m lab bench-report --summary results/bench/summary.json`.
+
+Only the top-level JSON files of `results/replicate/` and `results/bench/` are read; Markdown and PNG
+files the commands write beside them are for people. After changing a results file, run
+`python -m lab docs` and commit the pages with it. `python -m lab docs --check` renders in memory
+and names every page that differs from a fresh render (exit 1); the test suite runs the same
+comparison, so a number edited by hand in `docs/` fails CI. A missing or damaged results file stops
+the render with one line naming it (exit 2)."""
+
+
+def index_page(results: Results) -> str:
+    """docs/index.md."""
+    map_ = table(("page", "what"), [(f"[{path}]({path})", what) for path, what in PAGES])
+    papers = "\n".join(f"- {p.cite}, *{p.title}*." for p in PAPERS.values())
+    verify = results.verify
+    state = (
+        f"The committed `verify` run (`{verify['tier']}` tier, seed {verify['seed']}) holds "
+        f"{len(results.records)} records: {outcome_summary(results.records)}."
+    )
+    return page(
+        "moe-lab documentation",
+        "moe-lab turns claims of three papers on mixture-of-experts models into executable checks on "
+        "NumPy models with Numba kernels, reruns their synthetic experiments beside the published "
+        "numbers, and reports where a bound has room to spare or a claim does not reproduce.\n\n" + papers,
+        map_,
+        state,
+        READING_TEXT.format(anchor=anchor("reading-a-verdict"), outcomes=outcome_table()),
+        RESULTS_TEXT.format(anchor=anchor("results"), verify=VERIFY_COMMAND),
+    )
+
+
+SWEEPS_TEXT = """\
+`python -m lab sweep` runs a grid of independent experiments: the replication targets at full size,
+their variations (the number of experts, filters, learning rates ...) or any registered task. A TOML
+spec describes the grid; each task gets a stable key, and each finished task is written to a SQLite
+store the moment it finishes, so running the same spec again only runs what is missing.
+
+```bash
+python -m lab sweep run sweeps/smoke.toml          # seconds: try this first
+python -m lab sweep run sweeps/table1.toml         # local Dask cluster, one single-threaded worker per core
+python -m lab sweep run sweeps/table1.toml --scheduler tcp://HOST:8786   # an existing cluster
+python -m lab sweep status sweeps/table1.toml      # done / failed / pending
+python -m lab sweep report sweeps/table1.toml      # Markdown, JSON and PNG under reports/sweeps/
+python -m lab sweep run sweeps/tightness.toml --sequential   # in-process, no Dask
+```
+
+Options of `run`: `--workers N` (size of the local cluster), `--sequential` (in this process),
+`--retry-failed` (rerun tasks that raised), `--quiet` (no progress bar; it is also off when stderr is
+not a terminal) and `--store PATH` (another store; also on `status` and `report`). `run` exits 0 when
+every task is done, 1 when some failed, 130 when interrupted and 2 on a bad spec (the message names
+the field).
+
+## The spec format
+
+```toml
+[sweep]
+task = "replicate"                     # a registered task (table below)
+name = "t1"                            # optional; default: the file's stem
+store = "reports/sweeps/t1.sqlite"     # optional; default reports/sweeps/<name>.sqlite
+description = "..."                    # optional, copied into the reports
+
+[params]                               # fixed fields, the same in every task
+target = "table1"
+settings = [1, 2]
+seeds = 10
+
+[grid]                                 # one non-empty list per field: the Cartesian product
+M = [8, 16, 32]                        # (in the order written, the last field varying fastest)
+
+[report]                               # optional
+group_by = ["model", "setting", "M"]   # rows; default: the fields that vary, except seeds
+metrics = ["test_accuracy", "dispatch_entropy"]   # columns, mean ± std over a row's runs
+```
+
+A field sits in `[params]` or in `[grid]`, not both. A task declared with defaults accepts exactly
+the fields its defaults name, so a misspelt field is refused before anything runs. For `replicate`
+the fields `target, settings, seeds, seed, variant, tier` go to `lab.chen2022.replicate.expand`,
+which returns the run configurations of `python -m lab replicate`; any other field overrides that
+field in every configuration (a dotted name reaches into nested fields, and a configuration without
+the field is an error). So a sweep's runs are exactly the runs of `replicate`, with the same records,
+and its report ends with the same tables beside the paper's numbers. The full description is the
+docstring of `lab/sweeps/sweep.py`."""
+
+STORE_TEXT = """\
+## The store
+
+One SQLite file in WAL mode, one row per finished task (configuration, result JSON or the error,
+seconds, worker, time):
+
+- Only the client writes: it commits each result in its own transaction as it arrives, so workers
+  need no shared file system.
+- A row is complete or absent (a CHECK constraint ties `done` to valid result JSON and `failed` to
+  an error); a NaN result is a failure, not a record. A done row is never overwritten; a failed task
+  is skipped on the next run unless `--retry-failed` is given.
+- If the client or a worker is killed, finished runs are kept: a killed client resumes with only
+  the missing tasks, and a killed worker's task is rerun elsewhere.
+- Reports are built from the store, never from memory, and `status` can read the store while a
+  sweep runs.
+
+## Keys and reproducibility
+
+A task's key is the SHA-256 of the canonical JSON of the task name, its full configuration and the
+lab's version. The same configuration therefore has the same key in every spec, so overlapping grids
+share runs (Table 1's runs are part of Table 3's); a new lab version computes everything again; and a
+result does not depend on where the task ran: a Dask run and a sequential run of the same grid give
+the same result JSON bit for bit (a tested property). Each task runs single-threaded (BLAS through
+`threadpoolctl`, Numba through `numba.set_num_threads(1)`).
+
+## Dask, on one machine or many
+
+`dask[distributed]` is the optional extra `moe-lab[dask]`; without it sweeps run in-process with the
+same store and keys. To use several machines, install the same lab version everywhere, then:
+
+```bash
+dask scheduler                                              # on one host; prints tcp://HOST:8786
+dask worker tcp://HOST:8786 --nworkers auto --nthreads 1    # on every compute host
+python -m lab sweep run sweeps/table3.toml --scheduler tcp://HOST:8786
+```
+
+Dask's nanny starts workers with a small `MALLOC_TRIM_THRESHOLD_`, which turns off glibc's adaptive
+mmap threshold: every large NumPy temporary is then mapped and page-faulted afresh, and training runs
+slow down markedly. The local cluster the lab starts unsets it. For workers you start yourself, put
+this in `~/.config/dask/moe-lab.yaml` on each host:
+
+```yaml
+distributed:
+  nanny:
+    pre-spawn-environ:
+      MALLOC_TRIM_THRESHOLD_: null
+```
+
+## Your own task
+
+Decorate `fn(params: dict) -> dict` (JSON-able, deterministic for its params) with
+`@register_task("name", defaults={...})` from `lab.sweeps.tasks`; the defaults name every accepted
+field. `report=fn(values, results) -> Markdown` adds the task's own table to `sweep report`. Put the
+function in a module of a package named by a `moe_lab.plugins` entry point (`lab` or `checks` here):
+workers import it by reference, and the registry finds it without any import list."""
+
+
+def _spec_rows(folder: Path) -> list[tuple[str, ...]]:
+    from lab.sweeps.sweep import expand, load_spec
+
+    rows = []
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            spec = load_spec(path)
+            count = len(expand(spec))
+        except ValueError as exc:
+            raise ResultsError(f"{path}: {exc}") from None
+        grid = ", ".join(f"{k} ({len(v)})" for k, v in spec.grid.items()) or "-"
+        rows.append((f"`sweeps/{path.name}`", code(spec.task), str(count), grid, spec.description or "-"))
+    return rows
+
+
+def sweeps_page(sweeps_folder: Path) -> str:
+    """docs/sweeps.md; the table of example specs is computed from the files in `sweeps_folder`."""
+    from lab.core import registry
+
+    if not sweeps_folder.is_dir():
+        raise ResultsError(f"{sweeps_folder}: no such folder of sweep specs")
+    tasks = registry.declared("task")
+    task_rows = []
+    for name in sorted(tasks):
+        doc = (tasks[name].run.__doc__ or "").strip().splitlines()
+        task_rows.append((code(name), doc[0] if doc else "-"))
+    specs = table(("spec", "task", "tasks", "grid fields (values)", "description"), _spec_rows(sweeps_folder))
+    return page(
+        "Sweeps",
+        SWEEPS_TEXT,
+        "## Registered tasks\n\n" + table(("task", "what one task computes"), task_rows),
+        "## The example specs in `sweeps/`\n\nTask counts are those of `expand` on each spec today "
+        "(a configuration that appears twice runs once).\n\n" + specs,
+        STORE_TEXT,
+    )
+
+
+ADDING_TEXT = """\
+A claim enters the lab as a check: a function that runs the experiment and returns result records.
+It is worth something only if it can fail, so every check runs at least one premise record and at
+least one negative control.
+
+1. **Put the science in `lab/`.** A distribution, a model, a metric or an exact formula goes into the
+   package of its paper (`lab/chen2022/`, `lab/makkuva2020/`, `lab/shazeer2017/`), hot loops into
+   `lab/kernels/` with a NumPy twin. `lab` never imports `checks`.
+2. **Write the check in `checks/<paper>/`.** A plain function builds each record with
+   `lab.core.records.Record`, or `upper_bound_record` for a claim `measured ≤ bound` (it sets the
+   verdict from the interval's upper end and computes the slack). Monte-Carlo quantities get an
+   interval from `lab.core.stats` (`clopper_pearson`, `hoeffding`, `normal_mean`) with the sample
+   size in `params`; exact comparisons state their round-off allowance in `params` too.
+3. **Register it under a stable name:**
+
+   ```python
+   import numpy as np
+
+   from lab.core.records import Record
+   from lab.core.registry import register
+
+
+   @register("B13", name="checks.my_topic.verify_my_claim")
+   def verify_my_claim(seed: int, tier: str) -> list[Record]:
+       rng = np.random.default_rng(seed)
+       n = 2_000 if tier == "quick" else 50_000
+       return [my_claim(rng, n, kind="premise"), my_claim(rng, n, kind="negative-control")]
+   ```
+
+   The seed a check receives is derived from the base seed and this name alone, so moving or renaming
+   the function never changes a number, and `--only` never changes another check's numbers. Never
+   reuse a name for a different experiment; a new experiment gets a new name.
+4. **No import list to edit.** `pyproject.toml` names `checks` in the `moe_lab.plugins` entry-point
+   group; the registry walks that package, so a module placed under `checks/` is found as it is. An
+   installed package of your own can add checks the same way by declaring its own entry point in
+   that group.
+5. **Test both sides** in `tests/checks/<paper>/`: a premise test and a negative-control test, with
+   inputs from the public Hypothesis strategies in `checks/strategies/` where they fit. A
+   counterexample Hypothesis ever found is pinned with `@example`.
+6. **Mark a known finding** (`finding="..."` on a premise record) only when the paper's claim does
+   not reproduce and you can say why; the record then reads `finding`, and `FINDING NOW HOLDS` the
+   day it stops reproducing.
+7. **Document it.** Add the claim's statement, paper reference, premise and negative controls to
+   `lab/docs/catalogue.py`, refresh the committed records with `{verify}`, then run
+   `python -m lab docs` and commit `docs/` with the code. `nox -s lint tests` must pass; the docs
+   test fails while `docs/` is out of date."""
+
+
+def adding_page() -> str:
+    """docs/adding-a-claim.md."""
+    return page("Adding a claim", ADDING_TEXT.format(verify=VERIFY_COMMAND))

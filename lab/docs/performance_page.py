@@ -1,0 +1,130 @@
+"""docs/performance.md: the kernels, how they stay deterministic, and the committed benchmark numbers."""
+
+from __future__ import annotations
+
+from lab.docs.markdown import code, fixed, num, page, pct, table
+from lab.docs.results import BenchSummary, Results
+
+SUMMARY_COMMANDS = (
+    "nox -s bench                                             # pytest-benchmark, saved under .benchmarks/\n"
+    "python -m lab bench-report --summary results/bench/summary.json"
+)
+
+
+def kernel_names() -> list[str]:
+    """The kernels `lab.kernels.backend` serves (the same names on the Numba and the NumPy side)."""
+    from lab import kernels
+
+    found = vars(kernels.backend("numba"))
+    return sorted(k for k, v in found.items() if k != "name" and callable(v))
+
+
+KERNELS_TEXT = """\
+The hot loops are Numba kernels under `lab/kernels/`. Every kernel has a plain NumPy twin with the same
+signature, written from the dense formulas of the model code; the tests compare each kernel with its
+twin, and the benchmarks time them side by side in one group. `lab.kernels.backend("numba")` and
+`backend("numpy")` return the two sets under the same names, so a caller chooses once. The kernels it
+serves today: {names}.
+
+The moment-loss gradient of Makkuva et al. (L4, eq. 6) has its own kernel beside a NumPy twin; the
+gradient of L_log has none, because a single-pass Numba version was slower than NumPy's vectorised
+code."""
+
+DETERMINISM_TEXT = """\
+## Determinism
+
+A seeded result never depends on the number of threads that computed it:
+
+- Parallel reductions split the samples into a fixed number of chunks (`CHUNKS`), independent of the
+  thread count, reduce each chunk into its own buffer and add the buffers in order.
+- Routing noise comes from a counter-based generator (SplitMix64 of the seed and the draw index), so
+  draw (i, m) has the same value whichever thread makes it, and the NumPy twin reproduces every
+  draw bit for bit.
+- Where the rounding of a BLAS product would depend on a row's position in a block (the patch-wise
+  functions of Theorem 4.1, whose orbit identity is checked to the last bits), the lab contracts
+  with `einsum` instead of BLAS.
+- Kernels are compiled with `cache=True`; the first call in a fresh environment compiles, later
+  processes load the cache. Benchmarks warm every kernel up before timing it.
+
+Threads: the kernels use every core Numba is given. A sweep pins each worker to one thread (BLAS
+through `threadpoolctl`, Numba through `numba.set_num_threads(1)`), so workers do not
+oversubscribe the machine. When another process holds a core, the parallel kernels slow down
+sharply; set `NUMBA_NUM_THREADS=1` then, or run grids through `python -m lab sweep`."""
+
+BENCH_TEXT = """\
+## Benchmarks
+
+`benchmarks/` holds pytest-benchmark tests at the paper's problem size (App. A.2's n, P, d, M and J;
+see `benchmarks/test_bench_kernels.py`). Each times the minimum over rounds after a warm-up call, so
+JIT compilation is never timed, and asserts its result, so a fast wrong answer fails. Each kernel
+sits in one group with its NumPy twin, and the same run measures the one-thread DGEMM rate of the
+machine: a kernel's GFLOP/s divided by that rate ("fraction of DGEMM") is comparable across
+machines and across noisy runs in a way milliseconds are not. `nox -s tests` runs the benchmarks
+once as plain tests (`--benchmark-disable`), so they never rot; `nox -s bench` times them, saves
+the run and fails when a minimum regresses beyond the threshold in `noxfile.py` against the
+previous saved run.
+
+The numbers below come from `results/bench/*.json`, small summaries of one saved run each, written by
+
+```bash
+{commands}
+```
+
+and committed. `python -m lab bench-report` alone prints the Markdown comparison of the last two
+saved runs."""
+
+
+def bench_section(summary: BenchSummary) -> str:
+    data = summary.payload
+    machine = data["machine"]
+    facts = [
+        f"CPU {machine.get('cpu') or 'unknown'}",
+        *([f"{machine['cores']} cores"] if machine.get("cores") else []),
+        *([machine["arch"]] if machine.get("arch") else []),
+        *([machine["system"]] if machine.get("system") else []),
+        *([f"Python {machine['python']}"] if machine.get("python") else []),
+    ]
+    commit = data.get("commit") or {}
+    when = data.get("datetime")
+    provenance = (
+        f"From `{data.get('source', summary.name)}`"
+        + (f", run at {when}" if when else "")
+        + (f", commit `{str(commit['id'])[:12]}`" if commit.get("id") else "")
+        + (" (uncommitted changes)" if commit.get("dirty") else "")
+        + ". Machine: "
+        + ", ".join(facts)
+        + "."
+    )
+    if data.get("dgemm_gflops") is not None:
+        provenance += f" One-thread DGEMM reference rate in this run: {num(data['dgemm_gflops'])} GFLOP/s."
+    rows = [
+        (
+            b["name"],
+            code(b["kernel"]),
+            fixed(b.get("min_ms"), 3),
+            fixed(b.get("median_ms"), 3),
+            num(b.get("gflops")),
+            pct(b.get("fraction_of_dgemm"), 0),
+            f"{num(b['speedup_vs_numpy_twin'])}×" if b.get("speedup_vs_numpy_twin") else "-",
+        )
+        for b in data["benchmarks"]
+    ]
+    head = ("benchmark", "kernel", "min (ms)", "median (ms)", "GFLOP/s", "fraction of DGEMM", "vs NumPy twin")
+    return f"### `{summary.name}`\n\n{provenance}\n\n" + table(head, rows)
+
+
+def performance_page(results: Results) -> str:
+    """docs/performance.md."""
+    parts = [
+        KERNELS_TEXT.format(names=", ".join(code(n) for n in kernel_names())),
+        DETERMINISM_TEXT,
+        BENCH_TEXT.format(commands=SUMMARY_COMMANDS),
+    ]
+    if results.bench:
+        parts += [bench_section(s) for s in results.bench]
+    else:
+        parts.append(
+            "**No benchmark summary committed yet** (`results/bench/` holds no summary). Run the two "
+            "commands above on a quiet machine and commit `results/bench/summary.json`."
+        )
+    return page("Performance", *parts)

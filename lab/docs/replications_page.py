@@ -1,0 +1,182 @@
+"""docs/replications.md: each replication file under results/replicate beside the paper's numbers."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from lab.chen2022 import replicate as chen
+from lab.docs.markdown import anchor, num, page, table
+from lab.docs.results import Replication, Results, ResultsError
+from lab.makkuva2020 import fig1
+
+PAPER_SEEDS = 10  # Chen et al. average every cell over ten runs (App. A.2)
+MAKKUVA_TARGET = "makkuva-fig1"
+
+
+def recovery_threshold() -> float:
+    """The E_reg / E_gating threshold the lab calls "recovered" (`fig1.recovery_summary`'s default)."""
+    return float(inspect.signature(fig1.recovery_summary).parameters["eps"].default)
+
+
+def command(target: str, variant: str = "paper") -> str:
+    """The command that writes a target's replication file into results/replicate at the paper's protocol."""
+    stem = chen.report_stem(target, variant) if target != MAKKUVA_TARGET else target
+    seeds = PAPER_SEEDS if target != MAKKUVA_TARGET else 5
+    extra = f" --variant {variant}" if variant != "paper" else ""
+    return (
+        f"python -m lab replicate {target} --seeds {seeds}{extra} --out results/replicate "
+        f"--json results/replicate/{stem}.json"
+    )
+
+
+def known_targets() -> list[str]:
+    return [*chen.TARGETS, MAKKUVA_TARGET]
+
+
+def check_targets(results: Results) -> None:
+    """Refuse a replication file naming a target the lab does not have."""
+    for rep in results.replications:
+        if rep.target not in known_targets():
+            raise ResultsError(f"{rep.path}: unknown replication target {rep.target!r}")
+        if rep.target != MAKKUVA_TARGET and rep.variant not in chen.VARIANTS:
+            raise ResultsError(f"{rep.path}: unknown variant {rep.variant!r}")
+
+
+def _caveats(rep: Replication, seeds: int) -> list[str]:
+    notes = []
+    if rep.tier != "full":
+        notes.append(
+            f"**Not the paper's protocol:** tier `{rep.tier}` uses smaller data sets or fewer steps than "
+            "the paper; it shows that the pipeline runs, not what the paper's numbers would be."
+        )
+    if rep.target != MAKKUVA_TARGET and seeds < PAPER_SEEDS:
+        notes.append(
+            f"The paper averages {PAPER_SEEDS} runs per cell; this file has {seeds} per cell "
+            "(a standard deviation needs at least two)."
+        )
+    return notes
+
+
+def _chen_section(rep: Replication) -> str:
+    config = rep.payload["config"]
+    runs = rep.payload["runs"]
+    seeds = sorted({r["seed"] for r in runs})
+    settings = sorted({r["setting"] for r in runs})
+    sizes = config.get("train_sizes")
+    head = (
+        f"#### `{rep.name}`: variant `{rep.variant}`, tier `{rep.tier}`\n\n"
+        f"{len(runs)} runs; settings {', '.join(map(str, settings))}; seeds "
+        f"{', '.join(map(str, seeds))}"
+        + (f"; {sizes[0]} training and {sizes[1]} test samples" if sizes else "")
+        + ". Test accuracy routes "
+        + ("with Unif[0,1] noise (as the authors' code)" if rep.variant == "reference-code" else "noise-free")
+        + " for the MoEs; the dispatch entropy comes from the training set's noisy routes at the last "
+        "step. Mean ± sample standard deviation over seeds; `diff` is the lab's mean minus the paper's."
+    )
+    wall = config.get("wall_seconds")
+    parts = [head, *_caveats(rep, len(seeds)), chen.format_table(rep.target, runs)]
+    if isinstance(wall, int | float):
+        parts.append(f"Wall time recorded in the file: {num(wall)} s.")
+    return "\n\n".join(parts)
+
+
+def _makkuva_section(rep: Replication) -> str:
+    eps = recovery_threshold()
+    runs = rep.payload["runs"]
+    rows, recovered = [], {key: 0 for key, _ in fig1.METHODS}
+    for i, run in enumerate(runs):
+        cells = []
+        for key, _ in fig1.METHODS:
+            e_reg, e_gating = run[key]["e_reg"], run[key]["e_gating"]
+            cells += [num(e_reg), num(e_gating)]
+            recovered[key] += e_reg <= eps and e_gating <= eps
+        rows.append((i, *cells))
+    means = []
+    for key, _ in fig1.METHODS:
+        means += [num(float(np.mean([r[key][f] for r in runs]))) for f in ("e_reg", "e_gating")]
+    rows.append(("mean", *means))
+    head = ["init"] + [f"{name} {what}" for _, name in fig1.METHODS for what in ("E_reg", "E_gating")]
+    counts = "; ".join(f"{name}: {recovered[key]} of {len(runs)}" for key, name in fig1.METHODS)
+    claim = rep.payload.get("paper_claim")
+    return "\n\n".join(
+        [
+            f"#### `{rep.name}`: tier `{rep.tier}`, seed {rep.payload['seed']}, {len(runs)} inits",
+            *_caveats(rep, len(runs)),
+            *([f"The paper's claim, as the file states it: {claim}"] if claim else []),
+            table(head, rows),
+            f"Inits ending recovered (E_reg and E_gating ≤ {num(eps)}): {counts}.",
+        ]
+    )
+
+
+def _target_section(target: str, help_text: str, files: list[Replication]) -> str:
+    parts = [anchor(target), f"### {target}: {help_text}"]
+    if not files:
+        parts.append(
+            "No committed runs yet. The paper's protocol (full tier, the stated model):\n\n"
+            f"```bash\n{command(target)}\n```"
+        )
+    for rep in files:
+        parts.append(_makkuva_section(rep) if target == MAKKUVA_TARGET else _chen_section(rep))
+    if target != MAKKUVA_TARGET:
+        missing = [v for v in chen.VARIANTS if files and v not in {r.variant for r in files}]
+        for variant in missing:
+            parts.append(
+                f"No committed runs of the `{variant}` variant; they come from `{command(target, variant)}`."
+            )
+    return "\n\n".join(parts)
+
+
+def replications_page(results: Results) -> str:
+    """docs/replications.md."""
+    check_targets(results)
+    present = list(results.replications)
+    order = {"full": 0}
+    by_target = {
+        t: sorted(
+            (r for r in present if r.target == t),
+            key=lambda r: (r.variant != "paper", order.get(r.tier, 1), r.name),
+        )
+        for t in known_targets()
+    }
+    empty = [t for t, files in by_target.items() if not files]
+    intro = (
+        "Each table is rendered from one file under `results/replicate/`, written by "
+        "`python -m lab replicate TARGET --out results/replicate --json results/replicate/TARGET.json`. "
+        "For Chen et al. the lab's mean over seeds sits beside the paper's value for every cell; the "
+        f"paper's values are constants of `{chen.Cell.__module__.replace('.', '/')}.py`. Two variants "
+        "exist: `paper` trains the model as the paper states it, `reference-code` switches on every "
+        "departure of the authors' published code (input scaling, biases, two-logit readout, uniform "
+        "init, early stopping, noisy test routing).\n\n"
+        "The paper's protocol is the `full` tier (the training and test sizes of App. A.2) with "
+        f"{PAPER_SEEDS} seeds per cell. Runs resume: each finished run is kept under "
+        "`results/replicate/runs/`, so raising `--seeds` later only computes the missing seeds."
+    )
+    status = table(
+        ("target", "what", "committed files"),
+        [
+            (f"[{t}](#{t})", _help(t), ", ".join(f"`{r.name}`" for r in files) or "none yet")
+            for t, files in by_target.items()
+        ],
+    )
+    if empty:
+        status += "\n\nTargets without committed runs: " + ", ".join(f"`{t}`" for t in empty) + "."
+    chen_parts = [_target_section(t, chen.TARGET_HELP[t], by_target[t]) for t in chen.TARGETS]
+    makkuva = _target_section(MAKKUVA_TARGET, _help(MAKKUVA_TARGET), by_target[MAKKUVA_TARGET])
+    return page(
+        "Replications",
+        intro,
+        status,
+        "## Chen et al. 2022: the synthetic tables",
+        *chen_parts,
+        "## Makkuva et al. 2020: Fig. 1",
+        makkuva,
+    )
+
+
+def _help(target: str) -> str:
+    if target == MAKKUVA_TARGET:
+        return "Fig. 1: L4 + L_log against ℓ2-SGD and EM from the same inits"
+    return chen.TARGET_HELP[target]

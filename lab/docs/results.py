@@ -1,0 +1,216 @@
+"""The committed result files the docs are rendered from, read and checked before anything renders.
+
+Layout of the results folder (default `results/`):
+
+- `verify.json`: the output of `python -m lab verify --seed 0 --json results/verify.json` (required);
+- `replicate/*.json`: one file per replication run of `python -m lab replicate TARGET --json ...`
+  (optional; `replicate/runs/`, `*.md` and `*.png` beside them are not read);
+- `bench/*.json`: benchmark summaries written by `python -m lab bench-report --summary ...` (optional).
+
+Every problem with a file (missing when required, not JSON, a field missing or of the wrong type)
+is a `ResultsError` whose message starts with the file's path, so the command prints one line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lab.cli.bench_report import SUMMARY_FORMAT
+from lab.core.errors import InputError
+from lab.core.records import KINDS, VERDICTS
+
+VERIFY_COMMAND = "python -m lab verify --seed 0 --json results/verify.json"
+
+
+class ResultsError(InputError):
+    """A results file is missing or damaged; the message names it."""
+
+
+@dataclass(frozen=True)
+class Replication:
+    """One replication file: its target, variant, tier and the payload as `replicate` wrote it."""
+
+    path: Path
+    target: str
+    variant: str
+    tier: str
+    payload: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+@dataclass(frozen=True)
+class BenchSummary:
+    """One benchmark summary (see `lab.cli.bench_report.summary`)."""
+
+    path: Path
+    payload: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+@dataclass(frozen=True)
+class Results:
+    """Everything the docs read: verify records, replication files and benchmark summaries."""
+
+    verify: dict[str, Any]
+    replications: list[Replication] = field(default_factory=list)
+    bench: list[BenchSummary] = field(default_factory=list)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return self.verify["records"]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: missing") from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise ResultsError(f"{path}: not valid JSON ({exc})") from None
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number a result may hold")
+
+
+def _need(path: Path, obj: Any, key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
+    if not isinstance(obj, dict) or key not in obj:
+        raise ResultsError(f"{path}: {where}field {key!r} is missing")
+    value = obj[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+        raise ResultsError(f"{path}: {where}field {key!r} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _number_or_none(path: Path, obj: dict, key: str, where: str) -> None:
+    value = obj.get(key)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ResultsError(f"{path}: {where}field {key!r} must be a finite number or null, got {value!r}")
+
+
+def load_verify(path: Path) -> dict[str, Any]:
+    """`verify.json`, with every record's fields checked against the record vocabulary."""
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path}: expected a JSON object with 'records'")
+    records = _need(path, data, "records", list)
+    _need(path, data, "seed", int)
+    _need(path, data, "tier", str)
+    if not records:
+        raise ResultsError(f"{path}: holds no records")
+    for i, record in enumerate(records):
+        where = f"record {i}: "
+        for key in ("claim", "statement", "kind", "verdict", "outcome"):
+            _need(path, record, key, str, where)
+        _need(path, record, "params", dict, where)
+        if record["kind"] not in KINDS:
+            raise ResultsError(f"{path}: {where}kind {record['kind']!r} is not one of {KINDS}")
+        if record["verdict"] not in VERDICTS:
+            raise ResultsError(f"{path}: {where}verdict {record['verdict']!r} is not one of {VERDICTS}")
+        for key in ("measured", "bound", "slack"):
+            _number_or_none(path, record, key, where)
+        ci = record.get("ci")
+        if ci is not None and (
+            not isinstance(ci, list) or len(ci) != 2 or not all(isinstance(v, int | float) for v in ci)
+        ):
+            raise ResultsError(f"{path}: {where}field 'ci' must be null or [low, high], got {ci!r}")
+        for key in ("finding", "note"):
+            if record.get(key) is not None and not isinstance(record[key], str):
+                raise ResultsError(f"{path}: {where}field {key!r} must be text or null")
+    return data
+
+
+def _chen_replication(path: Path, data: dict) -> Replication:
+    config = _need(path, data, "config", dict)
+    target = _need(path, config, "target", str, "config: ")
+    variant = _need(path, config, "variant", str, "config: ")
+    tier = _need(path, config, "tier", str, "config: ")
+    _need(path, config, "seeds", int, "config: ")
+    runs = _need(path, data, "runs", list)
+    if not runs:
+        raise ResultsError(f"{path}: holds no runs")
+    for i, run in enumerate(runs):
+        where = f"run {i}: "
+        _need(path, run, "model", str, where)
+        _need(path, run, "setting", int, where)
+        _need(path, run, "seed", int, where)
+        _need(path, run, "steps", int, where)
+        accuracy = _need(path, run, "test_accuracy", (int, float), where)
+        if not math.isfinite(accuracy):
+            raise ResultsError(f"{path}: {where}test_accuracy is not finite")
+        _number_or_none(path, run, "dispatch_entropy", where)
+    return Replication(path, target, variant, tier, data)
+
+
+def _makkuva_replication(path: Path, data: dict) -> Replication:
+    tier = _need(path, data, "tier", str)
+    _need(path, data, "seed", int)
+    runs = _need(path, data, "runs", list)
+    if len(runs) < 1:
+        raise ResultsError(f"{path}: holds no runs")
+    for i, run in enumerate(runs):
+        for method in ("ours", "l2", "em"):
+            errors = _need(path, run, method, dict, f"run {i}: ")
+            for key in ("e_reg", "e_gating"):
+                _need(path, errors, key, (int, float), f"run {i}: {method}: ")
+    return Replication(path, data["target"], "paper", tier, data)
+
+
+def load_replication(path: Path) -> Replication:
+    """One `replicate --json` file: a Chen et al. table target or Makkuva et al.'s Fig. 1."""
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path}: expected a JSON object written by `python -m lab replicate`")
+    if data.get("target") == "makkuva-fig1":
+        return _makkuva_replication(path, data)
+    if isinstance(data.get("config"), dict) and "target" in data["config"]:
+        return _chen_replication(path, data)
+    raise ResultsError(f"{path}: not a replication file (no target named in it)")
+
+
+def load_bench(path: Path) -> BenchSummary:
+    """One benchmark summary written by `python -m lab bench-report --summary`."""
+    data = _read_json(path)
+    if not isinstance(data, dict) or data.get("format") != SUMMARY_FORMAT:
+        raise ResultsError(f"{path}: not a benchmark summary (expected format {SUMMARY_FORMAT!r})")
+    _need(path, data, "machine", dict)
+    benches = _need(path, data, "benchmarks", list)
+    for i, bench in enumerate(benches):
+        where = f"benchmark {i}: "
+        _need(path, bench, "name", str, where)
+        _need(path, bench, "kernel", str, where)
+        for key in ("min_ms", "median_ms", "gflops", "fraction_of_dgemm", "speedup_vs_numpy_twin"):
+            _number_or_none(path, bench, key, where)
+    _number_or_none(path, data, "dgemm_gflops", "")
+    return BenchSummary(path, data)
+
+
+def load_results(folder: str | Path) -> Results:
+    """Read and check every results file under `folder`; raises `ResultsError` naming a bad file."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise ResultsError(f"{root}: no such results folder")
+    verify = load_verify(root / "verify.json")
+    replications = [load_replication(p) for p in sorted((root / "replicate").glob("*.json"))]
+    bench = [load_bench(p) for p in sorted((root / "bench").glob("*.json"))]
+    return Results(verify, replications, bench)

@@ -1,0 +1,222 @@
+"""docs/ is rendered from results/: the committed pages equal a fresh render; bad results stop it cleanly."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lab.chen2022 import replicate as chen
+from lab.cli.bench_report import summary
+from lab.cli.main import main
+from lab.docs.render import differences, render_all
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS, DOCS, SWEEPS = REPO / "results", REPO / "docs", REPO / "sweeps"
+
+
+def test_committed_docs_equal_a_fresh_render():
+    # Fails when a number in docs/ was edited by hand, or results/ or the templates changed without
+    # rerunning `python -m lab docs`.
+    lines = differences(render_all(RESULTS, SWEEPS), DOCS)
+    assert not lines, "docs/ is out of date; run `python -m lab docs`:\n" + "\n".join(lines)
+
+
+def _table1_payload(tier: str = "full") -> dict:
+    configs = chen.expand("table1", [1], 2, tier=tier)
+    runs = []
+    for i, config in enumerate(configs):
+        moe = config["model"].startswith("moe")
+        runs.append(
+            config
+            | {
+                "test_accuracy": 90.0 + i,
+                "dispatch_entropy": 0.25 + 0.125 * i if moe else None,
+                "steps": 1500 if moe else 800,
+            }
+        )
+    return {
+        "runs": runs,
+        "config": {
+            "target": "table1",
+            "settings": [1],
+            "seeds": 2,
+            "seed": 0,
+            "variant": "paper",
+            "tier": tier,
+        },
+    }
+
+
+def _bench_run() -> dict:
+    def bench(name, group, ms, extra):
+        stats = {"min": ms / 1e3, "median": 1.5 * ms / 1e3, "rounds": 7}
+        return {
+            "name": name,
+            "fullname": f"b.py::{name}",
+            "group": group,
+            "stats": stats,
+            "extra_info": extra,
+        }
+
+    numba_info = {"kernel": "routed_forward", "flops": 1e9, "dgemm_gflops": 50.0, "gflops": 250.0}
+    return {
+        "datetime": "2026-01-01T00:00:00",
+        "machine_info": {"cpu": {"brand_raw": "Test CPU", "count": 2}, "python_version": "3.11.7"},
+        "commit_info": {"id": "0123456789abcdef", "branch": "main", "dirty": False},
+        "benchmarks": [
+            bench(
+                "test_routed_forward[numba]", "routed_forward", 4.0, numba_info | {"fraction_of_dgemm": 0.625}
+            ),
+            bench("test_routed_forward[numpy]", "routed_forward", 400.0, {"kernel": "routed_forward"}),
+        ],
+    }
+
+
+@pytest.fixture
+def results(tmp_path):
+    folder = tmp_path / "results"
+    (folder / "replicate").mkdir(parents=True)
+    (folder / "bench").mkdir()
+    shutil.copy(RESULTS / "verify.json", folder / "verify.json")
+    (folder / "replicate" / "table1.json").write_text(json.dumps(_table1_payload()))
+    fig1 = {
+        "target": "makkuva-fig1",
+        "paper_claim": "EM gets stuck.",
+        "seed": 0,
+        "tier": "full",
+        "runs": [
+            {
+                key: {"e_reg": 0.001 * (i + 1), "e_gating": 0.5 if key == "l2" else 0.002}
+                for key in ("ours", "l2", "em")
+            }
+            for i in range(2)
+        ],
+    }
+    (folder / "replicate" / "makkuva-fig1.json").write_text(json.dumps(fig1))
+    (folder / "bench" / "summary.json").write_text(json.dumps(summary(_bench_run(), "0001_run.json")))
+    return folder
+
+
+def _docs(results: Path, out: Path, *extra: str) -> int:
+    return main(["docs", "--results", str(results), "--out", str(out), "--sweeps", str(SWEEPS), *extra])
+
+
+def test_render_from_a_results_folder_then_check(results, tmp_path, capsys):
+    out = tmp_path / "docs"
+    assert _docs(results, out) == 0
+    pages = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.md"))
+    assert pages == sorted(render_all(results, SWEEPS))
+    replications = (out / "replications.md").read_text()
+    assert "90.50 ± 0.71" in replications  # single (linear): runs 0 and 1 of setting 1 → 90, 91
+    assert "No committed runs yet" in replications and "replicate table3 --seeds 10" in replications
+    assert "| mean | 0.0015 | 0.002 | 0.0015 | 0.5 | 0.0015 | 0.002 |" in replications
+    performance = (out / "performance.md").read_text()
+    assert (
+        "| test_routed_forward[numba] | `routed_forward` | 4.000 | 6.000 | 250 | 62 % | 100× |" in performance
+    )
+    findings = (out / "findings.md").read_text()
+    assert "`routed_forward` 62.5 %" in findings
+    assert "routed_forward" not in (out / "index.md").read_text()
+
+    capsys.readouterr()
+    assert _docs(results, out, "--check") == 0
+    assert "all 9 pages are current" in capsys.readouterr().out
+
+    edited = out / "claims" / "chen2022.md"
+    edited.write_text(edited.read_text().replace("| holds |", "| violated |", 1))
+    (out / "sweeps.md").unlink()
+    (out / "notes.md").write_text("hand-written\n")
+    assert _docs(results, out, "--check") == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    assert any(str(edited) in line and "differs" in line for line in lines)
+    assert any(str(out / "sweeps.md") in line and "missing" in line for line in lines)
+    assert any(str(out / "notes.md") in line for line in lines)
+    assert edited.read_text().count("| violated |") > 0  # --check writes nothing
+
+
+def test_a_page_without_results_says_so(results, tmp_path):
+    (results / "bench" / "summary.json").unlink()
+    for path in (results / "replicate").glob("*.json"):
+        path.unlink()
+    pages = render_all(results, SWEEPS)
+    assert "No benchmark summary committed yet" in pages["performance.md"]
+    assert "Targets without committed runs: `table1`, `table3`" in pages["replications.md"]
+    assert "do not hold this measurement yet" in pages["findings.md"]
+
+
+def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
+    (results / "replicate" / "table1.json").write_text(json.dumps(_table1_payload("quick")))
+    pages = render_all(results, SWEEPS)
+    assert "**Not the paper's protocol:** tier `quick`" in pages["replications.md"]
+    assert "Committed at a smaller tier only (`table1.json`)" in pages["findings.md"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("verify.json", "{", "not valid JSON"),
+        ("verify.json", None, "missing"),
+        ("verify.json", json.dumps({"records": [{"claim": "B4"}], "seed": 0, "tier": "quick"}), "record 0"),
+        ("replicate/table1.json", json.dumps({"runs": []}), "not a replication file"),
+        ("replicate/table1.json", json.dumps(_table1_payload() | {"runs": [{"model": "x"}]}), "run 0"),
+        ("bench/summary.json", json.dumps({"format": "other"}), "not a benchmark summary"),
+        ("replicate/table1.json", '{"runs": [NaN]}', "not valid JSON"),
+    ],
+)
+def test_a_damaged_results_file_is_one_line_naming_it(results, tmp_path, capsys, name, content, message):
+    path = results / name
+    if content is None:
+        path.unlink()
+    else:
+        path.write_text(content)
+    out = tmp_path / "docs"
+    assert _docs(results, out) == 2
+    assert _docs(results, out, "--check") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0] == err[1]
+    assert str(path) in err[0] and message in err[0] and "Traceback" not in err[0]
+    assert not out.exists()
+
+
+def test_unknown_replication_target_is_refused(results, capsys):
+    payload = _table1_payload()
+    payload["config"]["target"] = "table99"
+    (results / "replicate" / "table1.json").write_text(json.dumps(payload))
+    assert _docs(results, results.parent / "docs") == 2
+    assert "unknown replication target 'table99'" in capsys.readouterr().err
+
+
+def test_every_file_and_test_the_pages_name_exists():
+    # The prose names files and tests; a rename elsewhere must not leave the docs pointing nowhere.
+    pages = render_all(RESULTS, SWEEPS)
+    text = "\n".join(pages.values())
+    paths = set(re.findall(r"`((?:lab|checks|tests|benchmarks|sweeps)/[\w/.-]+\.(?:py|toml))`", text))
+    assert paths, "expected the pages to name some files"
+    assert [p for p in sorted(paths) if not (REPO / p).is_file()] == []
+    for path, name in re.findall(r"pytest (tests/[\w/.-]+\.py) -k (\w+)", text):
+        assert name in (REPO / path).read_text(), f"{path} has no test matching -k {name}"
+
+
+def _anchors(text: str) -> set[str]:
+    return set(re.findall(r'<a name="([\w-]+)"></a>', text))
+
+
+def test_every_link_between_pages_and_from_the_readme_lands_on_an_anchor():
+    pages = render_all(RESULTS, SWEEPS)
+    sources = {f"docs/{name}": text for name, text in pages.items()}
+    sources["README.md"] = (REPO / "README.md").read_text()
+    broken = []
+    for source, text in sources.items():
+        for target, fragment in re.findall(r"\]\(([\w./-]+\.md)(?:#([\w-]+))?\)", text):
+            resolved = (Path(source).parent / target).as_posix()
+            resolved = re.sub(r"[^/]+/\.\./", "", resolved)
+            if resolved.startswith("docs/"):
+                page = pages.get(resolved.removeprefix("docs/"))
+                if page is None or (fragment and fragment not in _anchors(page)):
+                    broken.append(f"{source} -> {target}#{fragment}")
+            elif not (REPO / resolved).is_file():
+                broken.append(f"{source} -> {target}")
+    assert broken == []
