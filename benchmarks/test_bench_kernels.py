@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from lab.kernels import routed as kernels
-from lab.kernels import routed_numpy as twins
+from lab.kernels import BACKENDS, backend
 
 N, P, D, M, J = 16_000, 4, 50, 8, 16
-IMPLEMENTATIONS = {"numba": kernels, "numpy": twins}
+IMPLEMENTATIONS = {name: backend(name) for name in BACKENDS}
+twins = IMPLEMENTATIONS["numpy"]
 CUBIC = 0
 
 

@@ -6,8 +6,7 @@ from scipy import integrate, special
 
 from lab.chen2022.routing import Gaussian, Uniform, routing_probabilities
 from lab.core.stats import clopper_pearson
-from lab.kernels import routed as kernels
-from lab.kernels import routed_numpy as twins
+from lab.kernels import backend
 
 M_EXACT = 64
 M_MC, DRAWS = 16, 200_000
@@ -61,15 +60,15 @@ def mc_problem():
     return {"h": h, "args": (DRAWS, 7, code, a, b), "p": routing_probabilities(h, noise)}
 
 
-@pytest.mark.parametrize("backend", ["numba", "numpy"])
-def test_perturbed_argmax_throughput(benchmark, mc_problem, backend):
+@pytest.mark.parametrize("impl", ["numba", "numpy"])
+def test_perturbed_argmax_throughput(benchmark, mc_problem, impl):
     benchmark.group = "routing_counts (Monte-Carlo perturbed argmax)"
-    fn = kernels.routing_counts if backend == "numba" else twins.routing_counts
+    fn, twin = backend(impl).routing_counts, backend("numpy").routing_counts
     h, args = mc_problem["h"], mc_problem["args"]
     fn(h, *args)  # compile (Numba) before timing
     counts = benchmark(fn, h, *args)
     assert counts.sum() == DRAWS
-    np.testing.assert_array_equal(counts, twins.routing_counts(h, *args))  # the same counter-based noise
+    np.testing.assert_array_equal(counts, twin(h, *args))  # the same counter-based noise
     level = 1 - 0.001 / M_MC  # every expert's exact p inside its interval, jointly at 99.9 %
     bounds = np.array([clopper_pearson(int(k), DRAWS, level) for k in counts])
     assert np.all((bounds[:, 0] <= mc_problem["p"]) & (mc_problem["p"] <= bounds[:, 1]))

@@ -243,7 +243,7 @@ def check_router_sum(rng, *, gate: str = "softmax", mutate: str | None = None, n
             lambda T: sigmoid_gate_loss(x, y, T, params.W, routes, "cubic"), params.Theta
         )
     elif gate == "softmax":
-        g_theta, _ = perturbed_loss_gradients(x, y, params, routes, "cubic")
+        g_theta, _ = perturbed_loss_gradients(x, y, params, routes, "cubic", backend="numpy")
     else:
         raise ValueError(f"gate must be 'softmax' or 'sigmoid', got {gate!r}")
     if mutate == "drop-softmax-term":  # (E.1) without −π_m: only the routed expert's term

@@ -29,7 +29,7 @@ from hypothesis.extra.numpy import arrays
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson
-from lab.kernels import routed as kernels
+from lab.kernels import gating as kernels
 from lab.shazeer2017 import gating
 
 EPS = float(np.finfo(np.float64).eps)

@@ -2,7 +2,8 @@
 
 Every function here is plain NumPy and works for complex inputs too, so the exact gradients
 can be tested against complex-step derivatives. The Numba kernels in `lab.kernels.routed` are
-the fast twins of `expert_outputs`/`routed_expert_outputs` and of the expert gradient.
+the fast twins of `expert_outputs`/`routed_expert_outputs` and of the expert gradient; their
+NumPy twins in `lab.kernels.routed_numpy` are the functions of this module.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from lab.kernels import routed as kernels
+from lab import kernels
 from lab.kernels.activations import ACTIVATION_CODES, activation
 
 
@@ -115,32 +116,27 @@ def perturbed_loss_gradients(
     params: MoEParams,
     routes: np.ndarray,
     act: str = "cubic",
-    backend: str = "numpy",
+    backend: str = kernels.DEFAULT_BACKEND,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact gradients of (3.3): ∇_Θ by (E.1), shape (d, M), and ∇_W by (E.2), shape (M, J, d).
 
-    backend="numba" computes the expert forward and (E.2) with the routed kernels of
-    `lab.kernels.routed`; backend="numpy" uses the plain formulas (and accepts complex inputs).
+    f and (E.2) come from `routed_step` of `lab.kernels.backend(backend)`: the Numba kernel, or
+    its NumPy twin, which is `routed_expert_outputs` and `expert_gradient` (complex-capable).
     """
+    lib = kernels.backend(backend)
+    activation(act)  # a bad name is a ValueError on both backends
     n = x.shape[0]
     s = x.sum(axis=1)
     pi = gate_values(s @ params.Theta)
     pi_routed = np.take_along_axis(pi, routes[:, None], axis=1)[:, 0]
-    if backend == "numba":
-        f, grad_w = kernels.routed_step(x, params.W, routes, y * pi_routed, ACTIVATION_CODES[act])
-    elif backend == "numpy":
-        f = routed_expert_outputs(x, params.W, routes, act)
-    else:
-        raise ValueError(f"backend must be 'numpy' or 'numba', got {backend!r}")
+    # (E.2): ∇w_{m,j} = (1/n) Σ_{i: m_i = m} ℓ'_i π_m y_i Σ_p σ'(⟨w_{m,j}, x_i⁽ᵖ⁾⟩) x_i⁽ᵖ⁾
+    f, grad_w = lib.routed_step(x, params.W, routes, y * pi_routed, ACTIVATION_CODES[act])
     lp = logistic_loss_derivative(y * pi_routed * f)
     # (E.1): ∇θ_m = (1/n) Σ_i ℓ'_i π_{m_i} y_i f_{m_i} (1[m_i = m] − π_m) Σ_p x_i⁽ᵖ⁾
     common = lp * y * pi_routed * f / n
     onehot = np.zeros_like(pi)
     onehot[np.arange(n), routes] = 1.0
     grad_theta = s.T @ (common[:, None] * (onehot - pi))
-    if backend == "numpy":
-        # (E.2): ∇w_{m,j} = (1/n) Σ_{i: m_i = m} ℓ'_i π_m y_i Σ_p σ'(⟨w_{m,j}, x_i⁽ᵖ⁾⟩) x_i⁽ᵖ⁾
-        grad_w = expert_gradient(x, params.W, routes, lp * y * pi_routed / n, act)
     return grad_theta, grad_w
 
 

@@ -1,8 +1,8 @@
 """Numba kernel for the hot loop of Makkuva et al.: the minibatch gradient of L4 (eq. 6) in SGD.
 
 A single serial pass over the samples (deterministic, no temporaries of size n); its NumPy
-twin is `lab.makkuva2020.losses.sample_l4_gradient(backend="numpy")`, which calls this kernel with
-backend="numba". Arrays may be float64 or float32.
+twin is `lab.kernels.l4_numpy.l4_gradient`, and `lab.makkuva2020.losses.sample_l4_gradient`
+dispatches between them. Arrays may be float64 or float32.
 
 The L_log gradient (eq. 8) has no kernel: a single-pass Numba version was measured slower than
 the NumPy code (≈ 70 vs 50 ms at n = 10⁵ on the shared 2-core machine), whose cost is the
@@ -14,10 +14,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+__all__ = ["l4_gradient"]
+
 
 @njit(cache=True)
 def l4_gradient(A, x, q4, q2, c, c_prime, mu, lam, delta):
-    """Value and ∇_A of the sample L4 of eq. (6) given Q4(y), Q2(y): twin of `sample_l4_gradient`."""
+    """Value and ∇_A of the sample L4 of eq. (6) given Q4(y), Q2(y) (twin: `lab.kernels.l4_numpy`)."""
     k, d = A.shape
     n = x.shape[0]
     norms = np.zeros(k, dtype=A.dtype)

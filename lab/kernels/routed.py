@@ -1,10 +1,8 @@
-"""Numba kernels for the hot loops; each has a NumPy twin in `lab.kernels.routed_numpy` and a test of both.
+"""Numba kernels of the routed MoE layer (Chen et al. 2022, Sec. 3); twins in `lab.kernels.routed_numpy`.
 
-Determinism: results never depend on the number of threads. Parallel reductions split the
-samples into a fixed number of chunks (`CHUNKS`), reduce each chunk into its own buffer and
-add the buffers in order. Random noise comes from a counter-based generator (SplitMix64 of
-seed and draw index), so draw (i, m) has the same value whichever thread makes it, and the
-NumPy twin reproduces it bit for bit.
+Determinism and the counter-based noise are those of `lab.kernels._shared`: reductions over
+samples use a fixed number of chunks, and draw (i, m) of a noise stream does not depend on the
+thread that makes it, so every result here is independent of the thread count.
 
 Activation codes follow `lab.kernels.activations.ACTIVATION_CODES`: 0 cubic, 1 linear, 2 relu,
 3 celu, 4 gelu, 5 tanh. Noise codes follow `NOISE_CODES`: uniform on [a, b), Gaussian with
@@ -18,48 +16,35 @@ import math
 import numpy as np
 from numba import njit, prange
 
-uint64 = np.uint64
+from lab.kernels._shared import CHUNKS, NOISE_CODES, draw, stream_key, uint64
 
-CHUNKS = 64
-NOISE_CODES = {"uniform": 0, "gaussian": 1, "gumbel": 2}
+__all__ = [
+    "NOISE_CODES",
+    "dense_forward",
+    "noise",
+    "perturbed_argmax",
+    "routed_backward",
+    "routed_forward",
+    "routed_step",
+    "routing_counts",
+    "softmax_gate",
+    "stream_key",
+]
 
-_GOLDEN = uint64(0x9E3779B97F4A7C15)
-_MIX1 = uint64(0xBF58476D1CE4E5B9)
-_MIX2 = uint64(0x94D049BB133111EB)
-_TWO_POW_M53 = 1.0 / 9007199254740992.0
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-@njit(cache=True, inline="always")
-def _mix(z):
-    z = (z ^ (z >> uint64(30))) * _MIX1
-    z = (z ^ (z >> uint64(27))) * _MIX2
-    return z ^ (z >> uint64(31))
-
-
-@njit(cache=True, inline="always")
-def _uniform01(key, index):
-    """Counter-based U(0, 1): SplitMix64 output number `index` of the stream keyed by `key`."""
-    z = _mix(key + (uint64(index) + uint64(1)) * _GOLDEN)
-    return (float(z >> uint64(11)) + 0.5) * _TWO_POW_M53
-
-
-@njit(cache=True)
-def stream_key(seed):
-    """Key of the noise stream for an integer seed (the twin is `lab.kernels.routed_numpy.stream_key`)."""
-    return _mix(uint64(seed) * _GOLDEN + _GOLDEN)
-
-
-@njit(cache=True, inline="always")
-def _noise(key, index, code, a, b):
-    if code == 0:
-        return a + (b - a) * _uniform01(key, index)
-    if code == 1:
-        u1 = _uniform01(key, uint64(2) * uint64(index))
-        u2 = _uniform01(key, uint64(2) * uint64(index) + uint64(1))
-        return a * math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
-    return -a * math.log(-math.log(_uniform01(key, index)))
+@njit(cache=True, parallel=True)
+def noise(key, index, code, a, b):
+    """Draws number `index` (1-d) of stream `key`: uniform [a, b), N(0, a²), Gumbel(0, a) by `NOISE_CODES`."""
+    if code < 0 or code > 2:
+        raise ValueError("noise code must be 0, 1 or 2")
+    stream = uint64(key)
+    out = np.empty(index.shape[0])
+    for t in prange(index.shape[0]):
+        out[t] = draw(stream, index[t], code, a, b)
+    return out
 
 
 @njit(cache=True, inline="always")
@@ -318,7 +303,7 @@ def dense_forward(x, W, act):
 
 
 @njit(cache=True, parallel=True)
-def perturbed_argmax(h, seed, noise, a, b):
+def perturbed_argmax(h, seed, noise_code, a, b):
     """Top-1 routes argmax_m {h_{i,m} + r_{i,m}} for a batch h (n, M), noise r drawn in the kernel."""
     n, M = h.shape
     key = stream_key(seed)
@@ -327,7 +312,7 @@ def perturbed_argmax(h, seed, noise, a, b):
         best = -np.inf
         arg = 0
         for m in range(M):
-            v = h[i, m] + _noise(key, i * M + m, noise, a, b)
+            v = h[i, m] + draw(key, i * M + m, noise_code, a, b)
             if v > best:
                 best = v
                 arg = m
@@ -336,7 +321,7 @@ def perturbed_argmax(h, seed, noise, a, b):
 
 
 @njit(cache=True, parallel=True)
-def routing_counts(h, draws, seed, noise, a, b):
+def routing_counts(h, draws, seed, noise_code, a, b):
     """How often each expert wins argmax_m {h_m + r_m} over `draws` noise draws for one h (M,)."""
     M = h.shape[0]
     key = stream_key(seed)
@@ -346,102 +331,9 @@ def routing_counts(h, draws, seed, noise, a, b):
             best = -np.inf
             arg = 0
             for m in range(M):
-                v = h[m] + _noise(key, t * M + m, noise, a, b)
+                v = h[m] + draw(key, t * M + m, noise_code, a, b)
                 if v > best:
                     best = v
                     arg = m
             counts[c, arg] += 1
     return counts.sum(axis=0)
-
-
-@njit(cache=True, parallel=True)
-def noisy_top_k_gate_and_load(clean, raw_noise, xi, k):
-    """Noisy top-k gate G = Softmax(KeepTopK(H, k)) and smooth load P(x, i) of Shazeer et al. (2017).
-
-    H = clean + ξ·Softplus(raw_noise); P(x, i) = Φ((clean_i − kth_excluding(H, k, i)) / Softplus(raw_i)).
-    Rows are independent (no reduction), so the result does not depend on the thread count. Ties
-    in H go to the lowest expert index (the rule of `lab.shazeer2017.gating`). Twin:
-    `lab.shazeer2017.gating.noisy_top_k_gate_and_load_numpy`. Arithmetic inside is float64.
-    """
-    n, M = clean.shape
-    kept_len = min(k + 1, M)
-    G = np.zeros((n, M), dtype=clean.dtype)
-    P = np.ones((n, M), dtype=clean.dtype)
-    for c in prange(CHUNKS):
-        H = np.empty(M)
-        scale = np.empty(M)
-        kept = np.empty(M, dtype=np.bool_)
-        top = np.empty(kept_len, dtype=np.int64)
-        for r in range(c * n // CHUNKS, (c + 1) * n // CHUNKS):
-            filled = 0
-            for j in range(M):
-                z = float(raw_noise[r, j])
-                s = z + math.log1p(math.exp(-z)) if z > 0 else math.log1p(math.exp(z))
-                scale[j] = s
-                v = clean[r, j] + xi[r, j] * s
-                H[j] = v
-                kept[j] = False
-                if filled < kept_len:
-                    pos = filled
-                    filled += 1
-                elif v > H[top[kept_len - 1]]:
-                    pos = kept_len - 1
-                else:
-                    continue
-                while pos > 0 and v > H[top[pos - 1]]:
-                    top[pos] = top[pos - 1]
-                    pos -= 1
-                top[pos] = j
-            peak = H[top[0]]
-            total = 0.0
-            for q in range(k):
-                kept[top[q]] = True
-                total += math.exp(H[top[q]] - peak)
-            for q in range(k):
-                G[r, top[q]] = math.exp(H[top[q]] - peak) / total
-            if k < M:
-                inside = H[top[k]]
-                outside = H[top[k - 1]]
-                for j in range(M):
-                    threshold = inside if kept[j] else outside
-                    P[r, j] = 0.5 * math.erfc(-(clean[r, j] - threshold) / scale[j] * _SQRT_HALF)
-    return G, P
-
-
-@njit(cache=True, parallel=True)
-def top_k_membership_counts(clean, scale, xi, k, draws, seed, resample_all):
-    """Monte Carlo for C2: how often expert i is in the top k of H = clean + scale·ξ, per (row, i).
-
-    resample_all False: only ξ_i is redrawn (N(0, 1)), every other ξ_j stays at xi[r, j], so
-    counts / draws estimates the smooth load P(x, i) of Shazeer et al. resample_all True:
-    every ξ_j is redrawn, so for k = 1 counts / draws estimates p_i of Lemma C.1 (Gaussian
-    noise with scale `scale`). Membership is the definition of KeepTopK: fewer than k experts
-    j ≠ i beat i, where j beats i if H_j > H_i or H_j = H_i with j < i. Draw (r, i, t) of
-    expert j uses noise index ((r·M + i)·draws + t)·M + j; each (r, i) is counted by one
-    thread, so counts do not depend on the thread count. Twin:
-    `lab.shazeer2017.gating.top_k_membership_counts_numpy`.
-    """
-    n, M = clean.shape
-    key = stream_key(seed)
-    counts = np.zeros((n, M), dtype=np.int64)
-    for p in prange(n * M):
-        r = p // M
-        i = p - r * M
-        hits = 0
-        for t in range(draws):
-            base = (p * draws + t) * M
-            hi = clean[r, i] + scale[r, i] * _noise(key, base + i, 1, 1.0, 0.0)
-            rank = 0
-            for j in range(M):
-                if j == i:
-                    continue
-                if resample_all:
-                    hj = clean[r, j] + scale[r, j] * _noise(key, base + j, 1, 1.0, 0.0)
-                else:
-                    hj = clean[r, j] + scale[r, j] * xi[r, j]
-                if hj > hi or (hj == hi and j < i):
-                    rank += 1
-            if rank < k:
-                hits += 1
-        counts[r, i] = hits
-    return counts

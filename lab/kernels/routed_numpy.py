@@ -8,8 +8,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.chen2022.model import expert_outputs, gate_values, logistic_loss_derivative
+from lab.chen2022.model import (
+    expert_gradient,
+    expert_outputs,
+    gate_values,
+    logistic_loss_derivative,
+    routed_expert_outputs,
+)
+from lab.kernels._shared import NOISE_CODES
 from lab.kernels.activations import ACTIVATIONS
+
+__all__ = [
+    "NOISE_CODES",
+    "dense_forward",
+    "noise",
+    "perturbed_argmax",
+    "routed_backward",
+    "routed_forward",
+    "routed_step",
+    "routing_counts",
+    "softmax_gate",
+    "stream_key",
+]
 
 _NAMES = list(ACTIVATIONS)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -29,7 +49,7 @@ def stream_key(seed: int) -> np.uint64:
         return _mix(np.uint64(seed) * _GOLDEN + _GOLDEN)
 
 
-def uniform01(key: np.uint64, index: np.ndarray) -> np.ndarray:
+def _uniform01(key: np.uint64, index: np.ndarray) -> np.ndarray:
     """Counter-based U(0, 1) draws number `index` of the stream `key` (bit-identical to the kernel)."""
     with np.errstate(over="ignore"):
         z = _mix(key + (index.astype(np.uint64) + np.uint64(1)) * _GOLDEN)
@@ -37,16 +57,16 @@ def uniform01(key: np.uint64, index: np.ndarray) -> np.ndarray:
 
 
 def noise(key: np.uint64, index: np.ndarray, code: int, a: float, b: float) -> np.ndarray:
-    """Noise draws for codes of `lab.kernels.routed.NOISE_CODES`: uniform [a, b), N(0, a²), Gumbel(0, a)."""
+    """Twin of `kernels.noise`: draws `index` of stream `key`, uniform [a, b), N(0, a²) or Gumbel(0, a)."""
     index = np.asarray(index, dtype=np.uint64)
     if code == 0:
-        return a + (b - a) * uniform01(key, index)
+        return a + (b - a) * _uniform01(key, index)
     if code == 1:
-        u1 = uniform01(key, np.uint64(2) * index)
-        u2 = uniform01(key, np.uint64(2) * index + np.uint64(1))
+        u1 = _uniform01(key, np.uint64(2) * index)
+        u2 = _uniform01(key, np.uint64(2) * index + np.uint64(1))
         return a * np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
     if code == 2:
-        return -a * np.log(-np.log(uniform01(key, index)))
+        return -a * np.log(-np.log(_uniform01(key, index)))
     raise ValueError(f"noise code must be 0, 1 or 2, got {code}")
 
 
@@ -90,10 +110,11 @@ def routing_counts(h, draws, seed, noise_code, a, b):
 
 
 def routed_step(x, W, routes, margin_scale, act):
-    """Twin of `kernels.routed_step`: forward, logistic-loss slope, then (E.2) by the dense formulas."""
-    f, z = routed_forward(x, W, routes, act)
+    """Twin of `kernels.routed_step`: f, then ∇_W of (3.3) by (E.2) with `model.expert_gradient`."""
+    name = _NAMES[act]
+    f = routed_expert_outputs(x, W, routes, name)
     coef = logistic_loss_derivative(margin_scale * f) * margin_scale / x.shape[0]
-    return f, routed_backward(x, z, routes, coef, W.shape[0], act)
+    return f, expert_gradient(x, W, routes, coef, name)
 
 
 def softmax_gate(h, routes):

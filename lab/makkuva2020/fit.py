@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from lab import kernels
 from lab.makkuva2020.gated_regression import (
     GatedRegression,
     InputDistribution,
@@ -156,9 +157,10 @@ def sgd_l4(
     steps: int = 1000,
     batch: int = 1024,
     record_every: int = 50,
-    backend: str = "numba",
+    backend: str = kernels.DEFAULT_BACKEND,
 ) -> Trajectory:
     """Online minibatch SGD on L4 of eq. (6) (fresh batches of 1024 as in Sec. 4); `steps` counts batches."""
+    backend = kernels.backend(backend).name  # a bad name fails before the first batch
     _check_lr(lr)
     _check_steps(steps=steps, batch=batch, record_every=record_every)
     A = np.array(A0, dtype=float)

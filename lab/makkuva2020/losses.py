@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss, hermeval
 
-from lab.kernels import l4 as makkuva_kernels
+from lab import kernels
 from lab.kernels.activations import activation
 from lab.makkuva2020.gated_regression import (
     InputDistribution,
@@ -233,49 +233,11 @@ def sample_l4_gradient(
     y: np.ndarray,
     tr: OutputTransforms,
     reg: L4Regularisers,
-    backend: str = "numpy",
+    backend: str = kernels.DEFAULT_BACKEND,
 ) -> tuple[float, np.ndarray]:
-    """Empirical L4 of eq. (6) and its gradient in A (k, d), by the chain rule through P = xAᵀ.
-
-    backend="numba" runs the single-pass kernel `lab.kernels.l4.l4_gradient` (same result).
-    """
-    if backend not in ("numpy", "numba"):
-        raise ValueError(f"backend must be 'numpy' or 'numba', got {backend!r}")
-    if backend == "numba":
-        return makkuva_kernels.l4_gradient(
-            A, x, tr.Q4(y), tr.Q2(y), tr.c, tr.c_prime, reg.mu, reg.lam, reg.delta
-        )
-    n = x.shape[0]
-    P = x @ A.T
-    norms = np.sum(A * A, axis=1)
-    G = A @ A.T
-    s2 = np.sum(P * P, axis=1)
-    tr_n = norms.sum()
-    z = P @ A
-    q4 = tr.Q4(y)
-    w = q4 / (n * tr.c)
-    all_pairs = s2 * s2 - 2 * tr_n * s2 - 4 * np.sum(z * z, axis=1) + tr_n**2 + 2 * np.sum(G * G)
-    diag = np.sum(P**4, axis=1) - 6 * (P * P) @ norms + 3 * np.sum(norms**2)
-    # ∇ of Σ_ij t1·c and Σ_i t2·c per sample, weighted by w and summed over samples
-    g_pairs = (
-        ((w * 4 * (s2 - tr_n))[:, None] * P).T @ x
-        - 4 * np.sum(w * s2) * A
-        - 8 * (w[:, None] * P).T @ z
-        - 8 * (w[:, None] * (P @ G)).T @ x
-        + w.sum() * (4 * tr_n * A + 8 * G @ A)
-    )
-    g_diag = (w[:, None] * (4 * P**3 - 12 * P * norms)).T @ x + (12 * (norms * w.sum() - w @ (P * P)))[
-        :, None
-    ] * A
-    q2 = tr.Q2(y)
-    r = (q2 @ (P * P - norms)) / (n * tr.c_prime)
-    g_r = (2.0 / (n * tr.c_prime)) * ((q2[:, None] * P).T @ x - q2.sum() * A)
-    value = (
-        np.sum(w * (all_pairs - (1 + reg.mu) * diag))
-        + reg.lam * np.sum((r - 1.0) ** 2)
-        + 0.5 * reg.delta * np.sum(A * A)
-    )
-    grad = g_pairs - (1 + reg.mu) * g_diag + 2 * reg.lam * (r - 1.0)[:, None] * g_r + reg.delta * A
+    """Empirical L4 of eq. (6) and its gradient in A (k, d) by `l4_gradient` of `kernels.backend(backend)`."""
+    l4_gradient = kernels.backend(backend).l4_gradient
+    value, grad = l4_gradient(A, x, tr.Q4(y), tr.Q2(y), tr.c, tr.c_prime, reg.mu, reg.lam, reg.delta)
     return float(value), grad
 
 

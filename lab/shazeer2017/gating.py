@@ -28,9 +28,9 @@ linear router (e.g. the router h = Θᵀ Σ_p x⁽ᵖ⁾ of Chen et al. with H =
 `*_and_gradients` functions add the chain rule to ∇W_g and ∇W_noise (`router_gradients`).
 
 All NumPy functions here accept complex input (selections use real parts), so gradients can be
-checked by complex step. `noisy_top_k_gate_and_load_numpy` and
-`top_k_membership_counts_numpy` are the NumPy twins of the Numba kernels of the same name in
-`lab.kernels.routed`.
+checked by complex step. `gate_and_load` and `top_k_membership_counts` validate their arguments
+and run the kernels of `lab.kernels.gating` or their NumPy twins in `lab.kernels.gating_numpy`,
+which are the formulas of this module.
 """
 
 from __future__ import annotations
@@ -41,8 +41,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special
 
-from lab.kernels import routed as kernels
-from lab.kernels import routed_numpy as twins
+from lab import kernels
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -351,59 +350,34 @@ def load_loss_and_gradients(x, W_g, W_noise, xi, k: int, w: float = 1.0) -> Rout
 # ---------------------------------------------------------------------------- kernels and twins
 
 
-def noisy_top_k_gate_and_load_numpy(clean, raw_noise, xi, k):
-    """Twin of `kernels.noisy_top_k_gate_and_load`: (G, P) for a batch by the formulas above."""
-    scale = softplus(raw_noise)
-    H = clean + xi * scale
-    return top_k_gates(H, k), smooth_load(clean, scale, H, k)
-
-
-def gate_and_load(clean, raw_noise, xi, k: int, backend: str = "numba") -> tuple[np.ndarray, np.ndarray]:
+def gate_and_load(
+    clean, raw_noise, xi, k: int, backend: str = kernels.DEFAULT_BACKEND
+) -> tuple[np.ndarray, np.ndarray]:
     """Gate G (n, M) and smooth load P (n, M) from clean logits, raw noise logits and ξ (all (n, M))."""
+    lib = kernels.backend(backend)
     clean = _logits(clean, "clean", ndim=2)
     raw_noise = _logits(raw_noise, "raw_noise", ndim=2)
     xi = _logits(xi, "xi", ndim=2)
     _same_shape(clean, raw_noise=raw_noise, xi=xi)
-    k = _top_k(k, clean.shape[1])
-    if backend == "numpy":
-        return noisy_top_k_gate_and_load_numpy(clean, raw_noise, xi, k)
-    if backend != "numba":
-        raise ValueError(f"backend must be 'numpy' or 'numba', got {backend!r}")
-    if clean.dtype.kind == "c" or np.min(raw_noise) <= _SOFTPLUS_UNDERFLOW:
-        raise ValueError(
-            f"the numba backend needs real inputs with raw_noise > {_SOFTPLUS_UNDERFLOW} (Softplus > 0)"
-        )
-    return kernels.noisy_top_k_gate_and_load(clean, raw_noise, xi, k)
-
-
-def top_k_membership_counts_numpy(clean, scale, xi, k, draws, seed, resample_all):
-    """Twin of `kernels.top_k_membership_counts`: same noise indices, membership by `top_k_mask`."""
-    n, M = clean.shape
-    key = twins.stream_key(seed)
-    counts = np.zeros((n, M), dtype=np.int64)
-    fixed = (clean + scale * xi).astype(np.float64)
-    for r in range(n):
-        for i in range(M):
-            base = ((r * M + i) * draws + np.arange(draws, dtype=np.uint64)) * np.uint64(M)
-            if resample_all:
-                H = clean[r] + scale[r] * twins.noise(
-                    key, base[:, None] + np.arange(M, dtype=np.uint64), 1, 1.0, 0.0
-                )
-            else:
-                H = np.repeat(fixed[r][None, :], draws, axis=0)
-                H[:, i] = clean[r, i] + scale[r, i] * twins.noise(key, base + np.uint64(i), 1, 1.0, 0.0)
-            counts[r, i] = np.count_nonzero(_selection(H, k)[1][:, i])
-    return counts
+    return lib.noisy_top_k_gate_and_load(clean, raw_noise, xi, _top_k(k, clean.shape[1]))
 
 
 def top_k_membership_counts(
-    clean, scale, xi, k: int, draws: int, seed: int, resample_all: bool = False, backend: str = "numba"
+    clean,
+    scale,
+    xi,
+    k: int,
+    draws: int,
+    seed: int,
+    resample_all: bool = False,
+    backend: str = kernels.DEFAULT_BACKEND,
 ) -> np.ndarray:
     """Counts (n, M) of draws in which expert i is in the top k of H = c + s ξ (C2's Monte Carlo).
 
     resample_all False redraws ξ_i only (others fixed at xi): counts/draws estimates P(x, i).
     resample_all True redraws every ξ_j: for k = 1, counts/draws estimates Lemma C.1's p_i.
     """
+    lib = kernels.backend(backend)
     clean = _logits(clean, "clean", ndim=2)
     scale = _scale(_logits(scale, "scale", ndim=2))
     xi = _logits(xi, "xi", ndim=2)
@@ -415,8 +389,4 @@ def top_k_membership_counts(
         raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    if backend == "numpy":
-        return top_k_membership_counts_numpy(clean, scale, xi, k, int(draws), int(seed), bool(resample_all))
-    if backend != "numba":
-        raise ValueError(f"backend must be 'numpy' or 'numba', got {backend!r}")
-    return kernels.top_k_membership_counts(clean, scale, xi, k, int(draws), int(seed), bool(resample_all))
+    return lib.top_k_membership_counts(clean, scale, xi, k, int(draws), int(seed), bool(resample_all))

@@ -1,4 +1,4 @@
-"""Every Numba kernel agrees with its NumPy twin (odd shapes, float32 and float64), deterministically."""
+"""The routed kernels agree with their NumPy twins (odd shapes, float32 and float64), deterministically."""
 
 import numba
 import numpy as np
@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.kernels import routed as kernels
-from lab.kernels import routed_numpy as twins
+from lab.kernels import backend
 from lab.kernels.activations import ACTIVATION_CODES
+
+kernels, twins = backend("numba"), backend("numpy")
 
 shapes = st.tuples(
     st.integers(1, 40),  # n
@@ -162,3 +163,26 @@ def test_same_seed_same_routes_different_seed_different_routes():
     a, b, c = (kernels.perturbed_argmax(h, s, 0, 0.0, 1.0) for s in (1, 1, 2))
     np.testing.assert_array_equal(a, b)
     assert np.mean(a != c) > 0.8
+
+
+@given(
+    seed=st.integers(0, 2**63 - 1),
+    n=st.integers(0, 700),
+    offset=st.integers(0, 2**62),
+    code=st.sampled_from(sorted(kernels.NOISE_CODES.values())),
+    dtype=st.sampled_from([np.int64, np.uint64]),
+)
+def test_noise_kernel_is_bit_identical_to_twin(seed, n, offset, code, dtype):
+    key = twins.stream_key(seed)
+    assert kernels.stream_key(seed) == key
+    index = (np.arange(n, dtype=np.uint64) * np.uint64(7) + np.uint64(offset)).astype(dtype)
+    a, b = (-1.5, 2.5) if code == 0 else (0.75, 0.0)
+    draws = kernels.noise(key, index, code, a, b)
+    assert draws.shape == (n,) and draws.dtype == np.float64
+    np.testing.assert_array_equal(draws, twins.noise(key, index, code, a, b))
+
+
+@pytest.mark.parametrize("lib", [kernels, twins], ids=lambda lib: lib.name)
+def test_noise_rejects_an_unknown_code(lib):
+    with pytest.raises(ValueError, match="noise code"):
+        lib.noise(lib.stream_key(1), np.arange(3), 3, 0.0, 1.0)

@@ -128,7 +128,7 @@ def test_sample_l4_gradient_matches_finite_differences(k, d, n, seed):
     tr = output_transforms(0.2)
     A, x, y = rng.standard_normal((k, d)), rng.standard_normal((n, d)), rng.standard_normal(n)
     E = rng.standard_normal((k, d))
-    value, grad = sample_l4_gradient(A, x, y, tr, REG)
+    value, grad = sample_l4_gradient(A, x, y, tr, REG, "numpy")
     assert value == pytest.approx(sample_l4(A, x, y, tr, REG), rel=1e-12, abs=1e-12)
     fd = _fd(lambda B: sample_l4(B, x, y, tr, REG), A, E)
     assert np.sum(grad * E) == pytest.approx(fd, rel=1e-5, abs=1e-6 * (1 + abs(value)))

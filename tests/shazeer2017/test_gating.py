@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import special, stats
 
-from lab.kernels import routed as kernels
+from lab.kernels import gating as kernels
 from lab.shazeer2017 import gating
 
 EPS = np.finfo(np.float64).eps

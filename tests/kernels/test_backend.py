@@ -1,0 +1,64 @@
+"""`lab.kernels.backend`: one namespace per backend, same names and signatures, ValueError on a bad name."""
+
+import importlib
+import inspect
+
+import pytest
+
+from lab import kernels
+
+
+def _signature(fn) -> list[str]:
+    return list(inspect.signature(getattr(fn, "py_func", fn)).parameters)
+
+
+def test_both_backends_have_the_same_names():
+    numba, numpy = kernels.backend("numba"), kernels.backend("numpy")
+    assert (numba.name, numpy.name) == ("numba", "numpy")
+    assert sorted(vars(numba)) == sorted(vars(numpy))
+    expected = {
+        "routed_forward",
+        "routed_backward",
+        "routed_step",
+        "softmax_gate",
+        "dense_forward",
+        "perturbed_argmax",
+        "routing_counts",
+        "stream_key",
+        "noise",
+        "NOISE_CODES",
+        "noisy_top_k_gate_and_load",
+        "top_k_membership_counts",
+        "l4_gradient",
+    }
+    assert expected <= set(vars(numba))
+
+
+@pytest.mark.parametrize("module", kernels.KERNEL_MODULES)
+def test_each_kernel_module_and_its_twin_export_the_same_signatures(module):
+    fast = importlib.import_module(f"lab.kernels.{module}")
+    twin = importlib.import_module(f"lab.kernels.{module}_numpy")
+    assert sorted(fast.__all__) == sorted(twin.__all__)
+    for name in fast.__all__:
+        a, b = getattr(fast, name), getattr(twin, name)
+        if callable(a):
+            assert _signature(a) == _signature(b), name
+        else:
+            assert a == b, name
+
+
+def test_no_name_is_exported_by_two_kernel_modules():
+    names = [n for m in kernels.KERNEL_MODULES for n in importlib.import_module(f"lab.kernels.{m}").__all__]
+    assert len(names) == len(set(names))
+
+
+def test_the_default_backend_and_the_cache():
+    assert kernels.DEFAULT_BACKEND in kernels.BACKENDS
+    assert kernels.backend() is kernels.backend(kernels.DEFAULT_BACKEND)
+    assert kernels.backend("numpy") is kernels.backend("numpy")
+
+
+@pytest.mark.parametrize("bad", ["gpu", "Numba", "", None, 1])
+def test_a_bad_backend_name_is_a_value_error_naming_the_choices(bad):
+    with pytest.raises(ValueError, match=r"backend must be one of \('numba', 'numpy'\)"):
+        kernels.backend(bad)
