@@ -14,9 +14,9 @@ from lab.cli.main import positive_int
 from lab.core.errors import InputError
 from lab.core.io import check_writable, check_writable_folder
 from lab.core.registry import register_command
-from lab.sweeps.report import build_report, format_status, sweep_status, write_reports
+from lab.sweeps.report import build_report, format_status, group_by_fields, sweep_status, write_reports
 from lab.sweeps.store import SweepStore
-from lab.sweeps.sweep import expand, load_spec, run_sweep
+from lab.sweeps.sweep import expand, iter_keys, load_spec, run_sweep
 
 EPILOG = """examples:
   python -m lab sweep run sweeps/smoke.toml                 on a local Dask cluster, one worker per core
@@ -48,6 +48,11 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
     report.add_argument("--out", metavar="DIR", default="reports/sweeps", help="default reports/sweeps")
     for action in (run, status, report):
         action.add_argument("--store", metavar="PATH", help="SQLite store (default: the spec's store)")
+        action.add_argument(
+            "--keep-stale",
+            action="store_true",
+            help="treat results computed by other code (stale) as current, on purpose",
+        )
     return _dispatch
 
 
@@ -59,6 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     """Run the sweep; exit 0 when every task is done, 1 when some failed, 130 when interrupted."""
     spec = load_spec(args.spec)
     check_writable(args.store or spec.store, "store")
+    group_by_fields(spec, expand(spec))  # a [report] typo is refused before anything runs
     if args.scheduler and (args.workers or args.sequential):
         raise InputError("--scheduler: --workers and --sequential apply to local runs only")
     try:
@@ -69,6 +75,7 @@ def _run(args: argparse.Namespace) -> int:
             workers=args.workers,
             sequential=args.sequential,
             retry_failed=args.retry_failed,
+            keep_stale=args.keep_stale,
             quiet=args.quiet,
         )
     except KeyboardInterrupt:
@@ -77,32 +84,30 @@ def _run(args: argparse.Namespace) -> int:
     print(
         f"ran {len(summary.ran)} task(s) ({summary.done} done, {summary.failed} failed) on {summary.backend} "
         f"in {summary.seconds:.1f} s; {summary.already_done} were already done, "
-        f"{summary.failed_skipped} failed earlier and were not retried"
+        f"{summary.failed_skipped} failed earlier and were not retried, "
+        f"{summary.stale_rerun} were stale (other code) and ran again"
     )
     _status(args)
     return 0 if summary.failed + summary.failed_skipped == 0 else 1
 
 
 def _status(args: argparse.Namespace) -> int:
+    """Counts of done, failed, stale and pending tasks; opens the store read-only."""
     spec = load_spec(args.spec)
-    tasks = expand(spec)
     path = Path(args.store or spec.store)
     if not path.exists():
-        print(f"sweep {spec.name}: no store at {path} yet; {len(tasks)} tasks pending")
+        print(f"sweep {spec.name}: no store at {path} yet; {sum(1 for _ in iter_keys(spec))} tasks pending")
         return 0
-    with SweepStore(path) as store:
-        print(format_status(spec, store, sweep_status(tasks, store)))
+    with SweepStore(path, readonly=True) as store:
+        print(format_status(spec, store, sweep_status(spec, store, args.keep_stale)))
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     check_writable_folder(args.out, "--out")
-    path = Path(args.store or spec.store)
-    if not path.exists():
-        raise InputError(f"store: no such file {str(path)!r} (run the sweep first)")
-    with SweepStore(path) as store:
-        report = build_report(spec, expand(spec), store)
+    with SweepStore(args.store or spec.store, readonly=True) as store:
+        report = build_report(spec, expand(spec), store, args.keep_stale)
     for path in write_reports(report, args.out):
         print(f"wrote {path}")
     return 0

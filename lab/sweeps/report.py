@@ -17,10 +17,11 @@ import numpy as np
 
 import lab
 from lab.core import plots
+from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.provenance import versions
 from lab.sweeps.store import StoredTask, SweepStore
-from lab.sweeps.sweep import SweepSpec, SweepTask
+from lab.sweeps.sweep import SweepSpec, SweepTask, iter_keys, task_code
 from lab.sweeps.tasks import task_type
 
 
@@ -31,23 +32,42 @@ class SweepStatus:
     total: int
     done: int
     failed: int
+    stale: int
     compute_seconds: float
     failures: list[StoredTask]
 
     @property
     def pending(self) -> int:
-        return self.total - self.done - self.failed
+        return self.total - self.done - self.failed - self.stale
 
 
-def sweep_status(tasks: list[SweepTask], store: SweepStore) -> SweepStatus:
-    """How many of `tasks` the store holds as done or failed."""
-    rows = store.rows(t.key for t in tasks)
+def sweep_status(spec: SweepSpec, store: SweepStore, keep_stale: bool = False) -> SweepStatus:
+    """How many of the sweep's tasks the store holds as done, failed or stale (from other code).
+
+    Streams the task keys (`iter_keys`) against the store's rows of the task, so the cost is one
+    hash per task and the memory is the store's rows, not the grid's.
+    """
+    code = None if keep_stale else task_code(spec.task)
+    stored = store.task_rows(spec.task)
+    counts = {"done": 0, "failed": 0, "stale": 0}
+    total, failed_keys, seconds_keys = 0, [], []
+    for key in iter_keys(spec):
+        total += 1
+        row = stored.get(key)
+        if row is None:
+            continue
+        state = "stale" if code is not None and row[1] != code else row[0]
+        counts[state] += 1
+        if state == "failed":
+            failed_keys.append(key)
+        seconds_keys.append(key)
     return SweepStatus(
-        total=len(tasks),
-        done=sum(r.status == "done" for r in rows),
-        failed=sum(r.status == "failed" for r in rows),
-        compute_seconds=sum(r.seconds for r in rows),
-        failures=[r for r in rows if r.status == "failed"],
+        total=total,
+        done=counts["done"],
+        failed=counts["failed"],
+        stale=counts["stale"],
+        compute_seconds=store.seconds(seconds_keys),
+        failures=store.rows(failed_keys),
     )
 
 
@@ -55,22 +75,33 @@ def format_status(spec: SweepSpec, store: SweepStore, status: SweepStatus) -> st
     """A few lines: counts, store path, and the last line of each failure's error."""
     lines = [
         f"sweep {spec.name} (task {spec.task}, store {store.path}): {status.total} tasks, "
-        f"{status.done} done, {status.failed} failed, {status.pending} pending; "
+        f"{status.done} done, {status.failed} failed, {status.stale} stale, {status.pending} pending; "
         f"compute time {status.compute_seconds:.1f} s"
     ]
     for row in status.failures:
         lines.append(f"  failed {row.key[:12]} {_fields_text(row.params)}: {_last_line(row.error)}")
     if status.failed:
         lines.append("  (rerun with --retry-failed to run the failed tasks again)")
+    if status.stale:
+        lines.append(
+            "  stale: results of other code (another lab version or numeric library); the next run "
+            "recomputes them, --keep-stale keeps them on purpose"
+        )
     return "\n".join(lines)
 
 
-def build_report(spec: SweepSpec, tasks: list[SweepTask], store: SweepStore) -> dict[str, Any]:
-    """The report's content as JSON-able data: counts, grouped statistics, every run, every failure."""
-    status = sweep_status(tasks, store)
-    rows = store.rows(t.key for t in tasks)
+def build_report(
+    spec: SweepSpec, tasks: list[SweepTask], store: SweepStore, keep_stale: bool = False
+) -> dict[str, Any]:
+    """The report's content as JSON-able data: counts, grouped statistics, every run, every failure.
+
+    Stale rows (computed by other code) are counted and never averaged, unless `keep_stale`.
+    """
+    status = sweep_status(spec, store, keep_stale)
+    code = None if keep_stale else task_code(spec.task)
+    rows = [r for r in store.rows(t.key for t in tasks) if code is None or r.code == code]
     runs = [r for r in rows if r.status == "done"]
-    group_by = _group_by(spec, tasks)
+    group_by = group_by_fields(spec, tasks)
     metrics = _metrics(spec, runs)
     groups: dict[str, dict[str, Any]] = {}
     by_key = {r.key: r for r in rows}
@@ -108,6 +139,7 @@ def build_report(spec: SweepSpec, tasks: list[SweepTask], store: SweepStore) -> 
             "tasks": status.total,
             "done": status.done,
             "failed": status.failed,
+            "stale": status.stale,
             "pending": status.pending,
             "compute_seconds": status.compute_seconds,
         },
@@ -144,7 +176,8 @@ def format_markdown(report: dict[str, Any], figure: str | None = None) -> str:
         f"lab {report['lab_version']}",
         "",
         f"{counts['tasks']} tasks: {counts['done']} done, {counts['failed']} failed, "
-        f"{counts['pending']} pending · compute time {counts['compute_seconds']:.1f} s (sum over tasks)",
+        f"{counts['stale']} stale, {counts['pending']} pending · "
+        f"compute time {counts['compute_seconds']:.1f} s (sum over tasks)",
         "",
         f"Each cell: {report['statistics']}; n = finished runs of the row.",
         "",
@@ -208,7 +241,7 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
-def _group_by(spec: SweepSpec, tasks: list[SweepTask]) -> list[str]:
+def group_by_fields(spec: SweepSpec, tasks: list[SweepTask]) -> list[str]:
     """The spec's group_by (checked), or the configuration fields that vary except *seed* fields.
 
     A field some configurations lack counts as the value None for them.
@@ -218,7 +251,7 @@ def _group_by(spec: SweepSpec, tasks: list[SweepTask]) -> list[str]:
     if spec.group_by is not None:
         for name in spec.group_by:
             if name not in fields:
-                raise ValueError(
+                raise InputError(
                     f"{spec.source}: [report] group_by field {name!r} is not a field of the tasks; "
                     f"fields: {', '.join(fields)}"
                 )
@@ -241,7 +274,7 @@ def _metrics(spec: SweepSpec, runs: list[StoredTask]) -> list[str]:
         return list(found)
     missing = [m for m in spec.metrics if m not in found]
     if runs and missing:
-        raise ValueError(
+        raise InputError(
             f"{spec.source}: [report] metrics field {missing[0]!r} is not a numeric result field; "
             f"fields: {', '.join(found)}"
         )

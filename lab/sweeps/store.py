@@ -6,6 +6,12 @@ absent, never partial (the table's CHECK constraint ties `status` to the presenc
 or `error`). A done row is final: a later write for the same key never replaces it. A failed row
 keeps the error text and is replaced only when the task is retried. Several sweeps may share a
 store: a key names a task's full configuration, so overlapping grids reuse each other's results.
+
+Each row also records `code`, the fingerprint of the science code that computed it
+(`lab.core.provenance.code_fingerprint`): a row from other code is stale, reported as such, and
+recomputed unless the caller keeps stale rows on purpose. The file is marked as the lab's by
+SQLite's application_id; a foreign, damaged or emptied file is refused and left untouched, and
+read-only commands open the store read-only.
 """
 
 from __future__ import annotations
@@ -18,7 +24,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from lab.core.errors import InputError
+
+SCHEMA_VERSION = 2
+APPLICATION_ID = 0x6D6F656C  # "moel"
+_COLUMNS = (
+    "key",
+    "task",
+    "params",
+    "lab_version",
+    "status",
+    "result",
+    "error",
+    "seconds",
+    "worker",
+    "finished",
+)
 _CHUNK = 500  # keys per SELECT ... IN (...), below SQLite's bound-parameter limit
 
 _SCHEMA = """
@@ -33,6 +54,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     seconds REAL NOT NULL,
     worker TEXT NOT NULL,
     finished TEXT NOT NULL,
+    code TEXT NOT NULL DEFAULT '',
     CHECK ((status = 'done' AND result IS NOT NULL AND json_valid(result) AND error IS NULL)
         OR (status = 'failed' AND result IS NULL AND error IS NOT NULL))
 );
@@ -54,27 +76,57 @@ class StoredTask:
     worker: str
     finished: str
     result_text: str | None
+    code: str
 
 
 class SweepStore:
-    """The SQLite store at `path` (created with its folder if missing)."""
+    """The SQLite store at `path`: created with its folder if missing, unless `readonly`.
 
-    def __init__(self, path: str | Path) -> None:
+    Refused with an InputError naming the file (and left untouched): a file that is not the lab's
+    store, a damaged or emptied one, one of a newer schema, and a missing one when `readonly`.
+    """
+
+    def __init__(self, path: str | Path, readonly: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, SCHEMA_VERSION):
-            raise ValueError(f"store {self.path}: schema version {version}, expected {SCHEMA_VERSION}")
-        with self._transaction():
-            self._db.execute(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.readonly = readonly
+        exists = self.path.exists()
+        if exists and self.path.is_dir():
+            raise InputError(f"store {self.path}: is a folder, not a SQLite file")
+        if exists and self.path.stat().st_size == 0:
+            raise InputError(f"store {self.path}: {_EMPTIED}")
+        if readonly and not exists:
+            raise InputError(f"store {self.path}: no such file (run the sweep first)")
+        if not readonly:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = self._connect(exists)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"store {self.path}: {_damaged(exc)}") from None
+
+    def _connect(self, exists: bool) -> sqlite3.Connection:
+        if self.readonly:
+            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        else:
+            db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        try:
+            self._columns = _check_ours(db, self.path) if exists else set()
+            if not self.readonly:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=FULL")
+                with _Commit(db, begin=True):
+                    db.execute(_SCHEMA)
+                    if "code" not in self._columns and self._columns:
+                        db.execute("ALTER TABLE tasks ADD COLUMN code TEXT NOT NULL DEFAULT ''")
+                    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                    db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                self._columns = {*_COLUMNS, "code"}
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     def _transaction(self) -> _Commit:
-        self._db.execute("BEGIN IMMEDIATE")
-        return _Commit(self._db)
+        return _Commit(self._db, begin=True)
 
     def put(
         self,
@@ -83,6 +135,7 @@ class SweepStore:
         params: dict[str, Any],
         lab_version: str,
         outcome: dict[str, Any],
+        code: str = "",
     ) -> None:
         """Commit one finished task (outcome of `lab.sweeps.tasks.run_task`) in its own transaction."""
         row = (
@@ -96,25 +149,44 @@ class SweepStore:
             float(outcome["seconds"]),
             outcome["worker"],
             datetime.now(UTC).isoformat(timespec="seconds"),
+            code,
         )
         with self._transaction():
             self._db.execute(
-                "INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                f"INSERT INTO tasks ({', '.join(_COLUMNS)}, code) VALUES ({', '.join('?' * 11)}) "
                 "ON CONFLICT(key) DO UPDATE SET task=excluded.task, params=excluded.params, "
                 "lab_version=excluded.lab_version, status=excluded.status, result=excluded.result, "
                 "error=excluded.error, seconds=excluded.seconds, worker=excluded.worker, "
-                "finished=excluded.finished WHERE tasks.status != 'done'",
+                "finished=excluded.finished, code=excluded.code "
+                "WHERE tasks.status != 'done' OR tasks.code != excluded.code",
                 row,
             )
 
-    def statuses(self, keys: Iterable[str]) -> dict[str, str]:
-        """Status ('done' or 'failed') of each key that has a row; keys without a row are absent."""
-        return dict(self._select("key, status", list(keys)))
+    def statuses(self, keys: Iterable[str], code: str | None = None) -> dict[str, str]:
+        """Status of each key that has a row ('done', 'failed', or 'stale' when its code is not `code`)."""
+        return {
+            key: "stale" if code is not None and row_code != code else status
+            for key, status, row_code in self._select("key, status, " + self._code, list(keys))
+        }
+
+    def seconds(self, keys: Iterable[str]) -> float:
+        """Summed compute seconds of the rows of `keys`."""
+        return float(sum(value for (value,) in self._select("seconds", list(keys))))
+
+    def task_rows(self, task: str) -> dict[str, tuple[str, str]]:
+        """(status, code) of every row of one task, by key: what `sweep status` counts against."""
+        query = f"SELECT key, status, {self._code} FROM tasks WHERE task = ?"
+        return {key: (status, code) for key, status, code in self._execute(query, (task,))}
+
+    @property
+    def _code(self) -> str:
+        return "code" if "code" in self._columns else "''"
 
     def rows(self, keys: Iterable[str]) -> list[StoredTask]:
         """The stored rows for `keys`, in the order of `keys` (keys without a row are skipped)."""
         order = {key: i for i, key in enumerate(keys)}
-        found = [_row(values) for values in self._select("*", list(order))]
+        columns = ", ".join((*_COLUMNS, self._code))
+        found = [_row(values) for values in self._select(columns, list(order))]
         return sorted(found, key=lambda row: order[row.key])
 
     def _select(self, columns: str, keys: list[str]) -> list[tuple]:
@@ -122,8 +194,14 @@ class SweepStore:
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start : start + _CHUNK]
             marks = ", ".join("?" * len(chunk))
-            found += self._db.execute(f"SELECT {columns} FROM tasks WHERE key IN ({marks})", chunk).fetchall()
+            found += self._execute(f"SELECT {columns} FROM tasks WHERE key IN ({marks})", chunk)
         return found
+
+    def _execute(self, query: str, args: Iterable[Any]) -> list[tuple]:
+        try:
+            return self._db.execute(query, tuple(args)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"store {self.path}: {_damaged(exc)}") from None
 
     def close(self) -> None:
         self._db.close()
@@ -136,10 +214,12 @@ class SweepStore:
 
 
 class _Commit:
-    """Context manager ending a transaction begun with BEGIN IMMEDIATE: COMMIT, or ROLLBACK on error."""
+    """A transaction begun with BEGIN IMMEDIATE, ended with COMMIT, or ROLLBACK on error."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, begin: bool) -> None:
         self._db = db
+        if begin:
+            db.execute("BEGIN IMMEDIATE")
 
     def __enter__(self) -> sqlite3.Connection:
         return self._db
@@ -148,8 +228,36 @@ class _Commit:
         self._db.execute("COMMIT" if exc_type is None else "ROLLBACK")
 
 
+_EMPTIED = "the file is empty (emptied or truncated); it is left untouched: move it aside to start afresh"
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> str:
+    return (
+        f"damaged or not a SQLite file ({exc}); it is left untouched: restore it from a copy, "
+        "or move it aside (e.g. to *.corrupt) to start afresh"
+    )
+
+
+def _check_ours(db: sqlite3.Connection, path: Path) -> set[str]:
+    """The columns of the lab's `tasks` table; InputError for a foreign database or a newer schema."""
+    application_id = db.execute("PRAGMA application_id").fetchone()[0]
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    columns = {row[1] for row in db.execute("PRAGMA table_info(tasks)")}
+    ours = application_id == APPLICATION_ID or (
+        application_id == 0 and version == 1 and set(_COLUMNS) <= columns
+    )
+    if not ours:
+        raise InputError(
+            f"store {path}: not a moe-lab sweep store (a foreign SQLite database); it is left untouched: "
+            "give another --store path"
+        )
+    if version > SCHEMA_VERSION:
+        raise InputError(f"store {path}: schema version {version} is newer than this lab's {SCHEMA_VERSION}")
+    return columns
+
+
 def _row(values: tuple) -> StoredTask:
-    key, task, params, lab_version, status, result, error, seconds, worker, finished = values
+    key, task, params, lab_version, status, result, error, seconds, worker, finished, code = values
     return StoredTask(
         key=key,
         task=task,
@@ -162,4 +270,5 @@ def _row(values: tuple) -> StoredTask:
         worker=worker,
         finished=finished,
         result_text=result,
+        code=code,
     )

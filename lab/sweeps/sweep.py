@@ -26,9 +26,12 @@ go to it and it returns the run configurations; every other field overrides that
 configuration (a dotted name such as "model.M" reaches into nested dicts; a configuration
 without the field is an error, so a misspelt override never runs silently).
 
-Task key: SHA-256 of the canonical JSON (sorted keys) of the task name, its full configuration
-and `lab.__version__`, so a key names exactly one computation, grids that overlap share results,
-and a new lab version recomputes. TOML keeps 1 and 1.0 apart, and so do keys.
+Task key: SHA-256 of the canonical JSON (sorted keys) of the task name and its full configuration,
+so a key names exactly one configuration and grids that overlap share results. TOML keeps 1 and
+1.0 apart, and so do keys. Each stored result also records the fingerprint of the science code
+the task depends on (`lab.core.provenance.code_fingerprint`): a result from other code is stale,
+shown as such by status and report, and recomputed by the next run, unless `keep_stale` (the CLI's
+--keep-stale) keeps the old results on purpose.
 
 Execution: on `dask.distributed` (an in-process `LocalCluster` with one single-threaded worker
 process per core by default, or an existing scheduler), or sequentially in-process when Dask is
@@ -61,6 +64,7 @@ from typing import Any
 import lab
 from lab.core.errors import InputError
 from lab.core.progress import Progress
+from lab.core.provenance import code_fingerprint
 from lab.sweeps.store import SweepStore
 from lab.sweeps.tasks import TaskType, run_task, task_type
 
@@ -101,6 +105,7 @@ class RunSummary:
     total: int
     already_done: int
     failed_skipped: int
+    stale_rerun: int = 0
     ran: list[str] = field(default_factory=list)
     done: int = 0
     failed: int = 0
@@ -169,15 +174,45 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>", default_name: str =
     )
 
 
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
 def task_key(task: str, params: dict[str, Any]) -> str:
-    """SHA-256 of the task name, its full configuration and the lab version (canonical JSON)."""
-    text = json.dumps(
-        {"lab_version": lab.__version__, "params": params, "task": task},
-        sort_keys=True,
-        separators=(",", ":"),
-        allow_nan=False,
-    )
-    return hashlib.sha256(text.encode()).hexdigest()
+    """SHA-256 of the canonical JSON of the task name and its full configuration."""
+    return hashlib.sha256(_canonical({"params": params, "task": task}).encode()).hexdigest()
+
+
+def task_code(task: str) -> str:
+    """Fingerprint of the science code a task's results depend on (see `code_fingerprint`)."""
+    return code_fingerprint(task_type(task).run.__module__)
+
+
+def iter_keys(spec: SweepSpec) -> Iterator[str]:
+    """The keys of the sweep's tasks, in no particular order, without building the tasks.
+
+    For a task with defaults the canonical JSON of each configuration is assembled from the
+    fields' pre-serialised values, so `sweep status` counts a grid of 10⁶ tasks in about a second
+    and keeps no per-task objects. Equal to `{t.key for t in expand(spec)}` (tested).
+    """
+    kind = task_type(spec.task)
+    if kind.defaults is None:
+        yield from (t.key for t in expand(spec))
+        return
+    first = {**spec.params, **{k: v[0] for k, v in spec.grid.items()}}
+    kind.with_defaults(first, spec.source)
+    for field_name, values in spec.grid.items():
+        for value in values:
+            kind.check_value(field_name, value, spec.source)
+    config = {**kind.defaults, **spec.params}
+    options = []
+    for name in sorted({*config, *spec.grid}):
+        values = spec.grid.get(name, [config.get(name)])
+        options.append(list(dict.fromkeys(f"{_canonical(name)}:{_canonical(v)}" for v in values)))
+    head, tail = '{"params":{', "}," + f'"task":{_canonical(spec.task)}' + "}"
+    sha256 = hashlib.sha256
+    for combination in itertools.product(*options):
+        yield sha256((head + ",".join(combination) + tail).encode()).hexdigest()
 
 
 def expand(spec: SweepSpec) -> list[SweepTask]:
@@ -201,6 +236,7 @@ def run_sweep(
     workers: int | None = None,
     sequential: bool = False,
     retry_failed: bool = False,
+    keep_stale: bool = False,
     quiet: bool = False,
 ) -> RunSummary:
     """Run the tasks of `spec` that the store does not hold as done, committing each as it finishes.
@@ -208,8 +244,8 @@ def run_sweep(
     Backend: `client` (a `distributed.Client`) if given; otherwise a client of `scheduler`; else an
     in-process `LocalCluster` of `workers` single-threaded processes (default: one per core,
     capped at the number of tasks); sequential in-process if `sequential` or Dask is missing.
-    Failed tasks are rerun only with `retry_failed`. KeyboardInterrupt stops the sweep (what
-    finished is in the store).
+    Failed tasks are rerun only with `retry_failed`; results of other code (stale) are rerun unless
+    `keep_stale`. KeyboardInterrupt stops the sweep (what finished is in the store).
     """
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise InputError(f"workers must be an integer >= 1, got {workers!r}")
@@ -220,18 +256,21 @@ def run_sweep(
     start = time.perf_counter()
     kind = task_type(spec.task)
     tasks = expand(spec)
+    code = task_code(spec.task)
     with SweepStore(store_path if store_path is not None else spec.store) as store:
-        status = store.statuses(t.key for t in tasks)
-        todo = [t for t in tasks if status.get(t.key) is None or (retry_failed and status[t.key] == "failed")]
+        status = store.statuses((t.key for t in tasks), code=None if keep_stale else code)
+        rerun = {None, "stale", "failed"} if retry_failed else {None, "stale"}
+        todo = [t for t in tasks if status.get(t.key) in rerun]
         summary = RunSummary(
             total=len(tasks),
             already_done=sum(s == "done" for s in status.values()),
             failed_skipped=0 if retry_failed else sum(s == "failed" for s in status.values()),
+            stale_rerun=sum(s == "stale" for s in status.values()),
         )
         progress = Progress(len(todo), "sweep", enabled=not quiet, unit="task")
 
         def commit(task: SweepTask, outcome: dict[str, Any]) -> None:
-            store.put(task.key, task.task, task.params, lab.__version__, outcome)
+            store.put(task.key, task.task, task.params, lab.__version__, outcome, code=code)
             summary.ran.append(task.key)
             summary.done += outcome["status"] == "done"
             summary.failed += outcome["status"] == "failed"

@@ -48,7 +48,7 @@ class TaskType(Declaration):
     kind = "task"
 
     def with_defaults(self, point: dict[str, Any], source: str = "params") -> dict[str, Any]:
-        """`point` with the task's defaults filled in; a field that is not a parameter is a ValueError."""
+        """`point` with the task's defaults filled in; refuses unknown fields and values of a wrong type."""
         defaults = self.defaults or {}
         unknown = [k for k in point if k not in defaults]
         if unknown:
@@ -56,11 +56,34 @@ class TaskType(Declaration):
                 f"{source}: field {unknown[0]!r} is not a parameter of task {self.name!r}; "
                 f"parameters: {', '.join(defaults)}"
             )
+        for name, value in point.items():
+            self.check_value(name, value, source)
         return {**defaults, **point}
+
+    def check_value(self, name: str, value: Any, source: str) -> None:
+        """InputError unless `value` has the type of the field's default (an int is a valid float)."""
+        default = (self.defaults or {}).get(name)
+        allowed = _ALLOWED_TYPES.get(type(default))
+        wrong_bool = isinstance(value, bool) and not isinstance(default, bool)
+        if allowed is not None and (not isinstance(value, allowed) or wrong_bool):
+            raise InputError(
+                f"{source}: {name} must be of type {type(default).__name__} like its default "
+                f"{default!r} (task {self.name!r}), got {value!r}"
+            )
 
     def expand_args(self) -> dict[str, inspect.Parameter]:
         """The expander's parameters by name (empty without an expander)."""
         return dict(inspect.signature(self.expand).parameters) if self.expand else {}
+
+
+_ALLOWED_TYPES: dict[type, tuple[type, ...]] = {
+    bool: (bool,),
+    int: (int,),
+    float: (int, float),
+    str: (str,),
+    list: (list,),
+    dict: (dict,),
+}
 
 
 def register_task(

@@ -1,0 +1,157 @@
+"""Damaged, foreign and stale state: named, refused or flagged, never silently reused or rewritten."""
+
+import itertools
+import sqlite3
+from contextlib import closing
+
+import pytest
+
+from lab.cli.main import EXIT_BAD_INPUT, main
+from lab.core import provenance
+from lab.core.errors import InputError
+from lab.sweeps.report import sweep_status
+from lab.sweeps.store import SweepStore
+from lab.sweeps.sweep import expand, iter_keys, load_spec, run_sweep
+
+SPEC = """
+[sweep]
+task = "routing-probability"
+store = "{store}"
+
+[params]
+draws = 2000
+
+[grid]
+M = [2, 3]
+gap = [0.0, 0.5]
+"""
+
+
+@pytest.fixture
+def spec_path(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(SPEC.format(store=(tmp_path / "s.sqlite").as_posix()))
+    return path
+
+
+def _one_line_error(capsys, *names) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("python -m lab: error:"), err
+    assert all(name in err for name in names), err
+    return err
+
+
+@pytest.mark.parametrize("action", ["run", "status", "report"])
+@pytest.mark.parametrize("damage", ["truncated", "emptied", "foreign"])
+def test_a_damaged_or_foreign_store_is_named_and_left_untouched(spec_path, tmp_path, capsys, action, damage):
+    store = tmp_path / "s.sqlite"
+    if damage == "truncated":
+        assert main(["sweep", "run", str(spec_path), "--sequential", "--quiet"]) == 0
+        capsys.readouterr()
+        store.write_bytes(store.read_bytes()[:1000])
+    elif damage == "emptied":
+        store.write_bytes(b"")
+    else:
+        with closing(sqlite3.connect(store)) as db:
+            db.execute("CREATE TABLE mine (x)")
+            db.commit()
+    before = store.read_bytes()
+    assert main(
+        ["sweep", action, str(spec_path), "--out", str(tmp_path / "r")][: 3 if action != "report" else 5]
+    ) == (EXIT_BAD_INPUT)
+    _one_line_error(capsys, str(store))
+    assert store.read_bytes() == before
+    if damage == "foreign":
+        with closing(sqlite3.connect(store)) as db:
+            assert [t for (t,) in db.execute("SELECT name FROM sqlite_master")] == ["mine"]
+
+
+def test_read_only_commands_never_write(spec_path, tmp_path, capsys):
+    assert main(["sweep", "run", str(spec_path), "--sequential", "--quiet"]) == 0
+    store = tmp_path / "s.sqlite"
+    files = {p.name: p.read_bytes() for p in tmp_path.glob("s.sqlite*")}
+    store.chmod(0o444)
+    try:
+        assert main(["sweep", "status", str(spec_path)]) == 0
+        assert main(["sweep", "report", str(spec_path), "--out", str(tmp_path / "r")]) == 0
+    finally:
+        store.chmod(0o644)
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("s.sqlite*")} == files
+    assert "4 done" in capsys.readouterr().out
+
+
+def test_a_change_to_a_numeric_module_makes_the_results_that_depend_on_it_stale(
+    spec_path, monkeypatch, tmp_path
+):
+    spec = load_spec(spec_path)
+    assert run_sweep(spec, sequential=True, quiet=True).done == 4
+    original = provenance._module_file
+
+    def edited(module):
+        def module_file(name):
+            path = original(name)
+            if name != module:
+                return path
+            copy = tmp_path / f"{name}.py"
+            copy.write_text(path.read_text() + "\n# an edit\n")
+            return copy
+
+        return module_file
+
+    # an edit to a module the task does not import leaves its results current
+    monkeypatch.setattr(provenance, "_module_file", edited("lab.makkuva2020.losses"))
+    provenance.code_fingerprint.cache_clear()
+    with SweepStore(spec.store, readonly=True) as store:
+        assert sweep_status(spec, store).done == 4
+    # an edit to the kernels it runs makes every result stale: flagged, and recomputed by the next run
+    monkeypatch.setattr(provenance, "_module_file", edited("lab.kernels.routed"))
+    provenance.code_fingerprint.cache_clear()
+    with SweepStore(spec.store, readonly=True) as store:
+        status = sweep_status(spec, store)
+        assert (status.done, status.stale) == (0, 4)
+        assert sweep_status(spec, store, keep_stale=True).done == 4  # kept on purpose
+    assert run_sweep(spec, sequential=True, quiet=True, keep_stale=True).ran == []
+    summary = run_sweep(spec, sequential=True, quiet=True)
+    assert (summary.stale_rerun, summary.done) == (4, 4)
+    with SweepStore(spec.store, readonly=True) as store:
+        assert sweep_status(spec, store).done == 4
+    provenance.code_fingerprint.cache_clear()
+
+
+def test_fast_keys_equal_the_expanded_tasks_keys(spec_path):
+    spec = load_spec(spec_path)
+    assert sorted(iter_keys(spec)) == sorted(t.key for t in expand(spec))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("M", '"3"'), ("M", "2.5"), ("draws", "true"), ("gap", '"0"'), ("noise", "1")]
+)
+def test_grid_values_of_the_wrong_type_are_refused_before_anything_runs(tmp_path, field, value):
+    spec_file = tmp_path / "bad.toml"
+    spec_file.write_text(
+        f'[sweep]\ntask = "routing-probability"\nstore = "{(tmp_path / "s.sqlite").as_posix()}"\n'
+        f"[grid]\n{field} = [{value}]\n"
+    )
+    with pytest.raises(InputError, match=f"{field} must be of type"):
+        expand(load_spec(spec_file))
+    with pytest.raises(InputError, match=f"{field} must be of type"):
+        sorted(iter_keys(load_spec(spec_file)))
+
+
+def test_a_report_typo_is_refused_before_the_sweep_runs(spec_path, capsys):
+    spec_path.write_text(spec_path.read_text() + '\n[report]\ngroup_by = ["MM"]\n')
+    assert main(["sweep", "run", str(spec_path), "--sequential", "--quiet"]) == EXIT_BAD_INPUT
+    _one_line_error(capsys, "group_by", "MM")
+    assert not spec_path.with_suffix(".sqlite").exists()
+
+
+def test_status_of_a_large_grid_streams_its_keys(tmp_path):
+    text = SPEC.format(store=(tmp_path / "big.sqlite").as_posix()).replace(
+        "gap = [0.0, 0.5]", f"gap = {[i / 1000 for i in range(1000)]}\nseed = {list(range(50))}"
+    )
+    path = tmp_path / "big.toml"
+    path.write_text(text)
+    spec = load_spec(path)
+    keys = iter_keys(spec)
+    assert sum(1 for _ in itertools.islice(keys, 10)) == 10  # a generator, not a list
+    assert sum(1 for _ in iter_keys(spec)) == 2 * 1000 * 50
