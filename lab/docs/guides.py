@@ -69,8 +69,10 @@ Carlo is involved, the verdict and the slack.
 
 A premise marked as a known finding is a paper claim the lab does not reproduce; the mark keeps the
 run green while the finding reproduces and turns it red when the claim starts to hold (then the mark
-must go). `verify` exits 0 when every record is as expected and 1 otherwise; every command exits 2
-on bad input (one line naming the argument or file) and 3 on an internal error."""
+must go). `verify` exits 0 when every record is as expected and 1 otherwise. Every command prints
+one line and exits 2 on bad input (naming the argument or file, checked before any compute), 3 on
+an internal error (`MOE_LAB_DEBUG=1` shows the traceback) and 130 when interrupted (finished work
+is kept and the same command resumes it)."""
 
 RESULTS_TEXT = """\
 {anchor}
