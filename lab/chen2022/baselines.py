@@ -1,9 +1,10 @@
 """Single-model baselines of Tables 1, 3, 7, 8: one CNN (3.1) with J filters trained by Adam, full batch.
 
 App. A.2: "We train single linear/nonlinear models by Adam ... with learning rate 0.01 and weight
-decay 5e-4". The single CNN is the MoE's expert with M = 1 and gate value 1, so it shares the
-forward/backward of `lab.chen2022.training` (and its options: ×10 inputs, bias, two-logit readout, double
-softmax + CE, early stopping) — only the optimizer differs. Weight decay is the L2 term added to the
+decay 5e-4". The single CNN is the MoE's expert with M = 1 and gate value 1: its `expert_config()`
+is resolved once per run by `lab.chen2022.plan.resolve`, so it shares the MoE's init, forward/backward
+and options (×10 inputs, bias, two-logit readout, double softmax + CE, early stopping) — only the
+optimizer differs. Weight decay is the L2 term added to the
 gradient, as in PyTorch's Adam.
 """
 
@@ -19,16 +20,9 @@ from threadpoolctl import threadpool_limits
 
 from lab.chen2022.data import Dataset
 from lab.chen2022.metrics import accuracy
-from lab.chen2022.training import (
-    Batch,
-    TrainConfig,
-    expert_forward,
-    expert_pass,
-    loss_floor,
-    prepare,
-    progress_bar,
-    should_stop,
-)
+from lab.chen2022.plan import resolve
+from lab.chen2022.training import Batch, TrainConfig, init_experts, prepare
+from lab.core.progress import Progress
 from lab.kernels.activations import ODD_ACTIVATIONS
 
 
@@ -66,7 +60,7 @@ class SingleConfig:
         self.expert_config()  # validates the shared fields
 
     def expert_config(self) -> TrainConfig:
-        """The equivalent one-expert `TrainConfig` (M = 1), for the shared forward/backward."""
+        """The equivalent one-expert `TrainConfig` (M = 1): shared init, forward/backward and stopping."""
         return TrainConfig(
             M=1,
             J=self.J,
@@ -79,6 +73,7 @@ class SingleConfig:
             readout=self.readout,
             loss=self.loss,
             steps=self.steps,
+            early_stopping=self.early_stopping,
             stop_rise=self.stop_rise,
             record_every=self.record_every,
             backend=self.backend,
@@ -129,44 +124,39 @@ class SingleResult:
 def train_single(
     data: Dataset, cfg: SingleConfig, seed: int, progress: bool = False, batch: Batch | None = None
 ) -> SingleResult:
-    """Adam on the full batch for one CNN; deterministic for `seed`."""
+    """Adam on the full batch for one CNN (options resolved once); deterministic for `seed`."""
     start = time.perf_counter()
     ecfg = cfg.expert_config()
+    plan = resolve(ecfg)
     batch = batch if batch is not None else prepare(data, ecfg)
-    rng = np.random.default_rng([seed, 0xB1])
-    width = batch.xk.shape[2]
-    if cfg.init == "gaussian":
-        W = rng.normal(0.0, cfg.sigma0, size=(1, cfg.J, width))
-    else:
-        W = rng.uniform(-cfg.init_bound, cfg.init_bound, size=(1, cfg.J, width))
+    W = init_experts(ecfg, batch.s.shape[1], np.random.default_rng([seed, 0xB1]))
     first, second = np.zeros_like(W), np.zeros_like(W)
     routes, gate = np.zeros(batch.n, dtype=np.int64), np.ones(batch.n)
     hist: dict[str, list] = {"step": [], "loss": [], "train_accuracy": []}
-    floor, best, stopped, t = loss_floor(ecfg), np.inf, False, 0
-    bar = progress_bar(cfg.steps, progress)
+    best, stopped, t = np.inf, False, 0
     b1, b2 = cfg.betas
-    for t in range(cfg.steps):
-        out = expert_pass(batch, W, routes, gate, ecfg)
-        loss = float(out.loss.mean())
-        if t % cfg.record_every == 0 or t == cfg.steps - 1:
-            hist["step"].append(t)
-            hist["loss"].append(loss)
-            hist["train_accuracy"].append(accuracy(batch.y * out.f))
-        grad = out.grad_W + cfg.weight_decay * W
-        first = b1 * first + (1 - b1) * grad
-        second = b2 * second + (1 - b2) * grad * grad
-        step_size = cfg.lr * math.sqrt(1 - b2 ** (t + 1)) / (1 - b1 ** (t + 1))
-        W = W - step_size * first / (np.sqrt(second) + cfg.adam_eps * math.sqrt(1 - b2 ** (t + 1)))
-        bar.update(1)
-        best = min(best, loss)
-        if cfg.early_stopping and should_stop(loss, best, floor, cfg.stop_rise):
-            stopped = True
-            break
-    bar.close()
+    with Progress(cfg.steps, "single CNN (Adam)", enabled=progress, unit="step") as bar:
+        for t in range(cfg.steps):
+            out = plan.expert_pass(batch, W, routes, gate)
+            loss = float(out.loss.mean())
+            if t % cfg.record_every == 0 or t == cfg.steps - 1:
+                hist["step"].append(t)
+                hist["loss"].append(loss)
+                hist["train_accuracy"].append(accuracy(batch.y * out.f))
+            grad = out.grad_W + cfg.weight_decay * W
+            first = b1 * first + (1 - b1) * grad
+            second = b2 * second + (1 - b2) * grad * grad
+            step_size = cfg.lr * math.sqrt(1 - b2 ** (t + 1)) / (1 - b1 ** (t + 1))
+            W = W - step_size * first / (np.sqrt(second) + cfg.adam_eps * math.sqrt(1 - b2 ** (t + 1)))
+            bar.step()
+            best = min(best, loss)
+            if plan.stop(loss, best):
+                stopped = True
+                break
     return SingleResult(W, t + 1, time.perf_counter() - start, stopped, hist)
 
 
 def single_accuracy(result: SingleResult, test: Batch, cfg: SingleConfig) -> float:
     """Test accuracy (%) of a trained single CNN: P(y f(x) > 0)."""
-    f, _ = expert_forward(test, result.W, np.zeros(test.n, dtype=np.int64), cfg.expert_config())
+    f, _ = resolve(cfg.expert_config()).experts.forward(test.xk, result.W, np.zeros(test.n, dtype=np.int64))
     return 100.0 * accuracy(test.y * f)

@@ -12,12 +12,12 @@ with Unif[0,1] noise, so it is not offered here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from lab.chen2022.model import gate_values
 from lab.shazeer2017 import gating
-
-LOSSES = ("none", "switch", "importance")
 
 
 def switch_loss(h: np.ndarray, routes: np.ndarray, coef: float) -> tuple[float, np.ndarray]:
@@ -31,23 +31,30 @@ def switch_loss(h: np.ndarray, routes: np.ndarray, coef: float) -> tuple[float, 
     return value, grad
 
 
-def importance_loss(h: np.ndarray, coef: float) -> tuple[float, np.ndarray]:
-    """Importance loss coef·CV(Σ_i π(x_i))² and its gradient with respect to h (n, M)."""
+def importance_loss(h: np.ndarray, routes: np.ndarray, coef: float) -> tuple[float, np.ndarray]:
+    """Importance loss coef·CV(Σ_i π(x_i))² and its gradient with respect to h (n, M); routes are unused."""
     result = gating.importance_loss(h, h.shape[1], coef)
     return float(result.loss), result.d_H
 
 
+def no_loss(h: np.ndarray, routes: np.ndarray, coef: float) -> tuple[float, np.ndarray]:
+    """No balancing: value 0 and gradient 0."""
+    return 0.0, np.zeros_like(h)
+
+
+LOSSES = {"none": no_loss, "switch": switch_loss, "importance": importance_loss}
+
+
 def loss_and_gradient(name: str, h: np.ndarray, routes: np.ndarray, coef: float) -> tuple[float, np.ndarray]:
     """Value and ∂/∂h of the named balancing loss ("none", "switch", "importance")."""
-    if name == "switch":
-        return switch_loss(h, routes, coef)
-    if name == "importance":
-        return importance_loss(h, coef)
+    if name not in LOSSES:
+        raise ValueError(f"load balancing must be one of {tuple(LOSSES)}, got {name!r}")
+    return LOSSES[name](h, routes, coef)
+
+
+def router_terms(name: str, coef: float) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], ...]:
+    """∂/∂h (n, M) of the named balancing loss as a function of (h, routes): none for "none"."""
     if name == "none":
-        return 0.0, np.zeros_like(h)
-    raise ValueError(f"load balancing must be one of {LOSSES}, got {name!r}")
-
-
-def gradient(name: str, h: np.ndarray, routes: np.ndarray, coef: float) -> np.ndarray:
-    """∂/∂h of the named balancing loss, shape (n, M)."""
-    return loss_and_gradient(name, h, routes, coef)[1]
+        return ()
+    loss = LOSSES[name]
+    return (lambda h, routes: loss(h, routes, coef)[1],)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from lab.chen2022 import baselines, data, load_balancing, model
+from lab.chen2022 import plan as P
 from lab.chen2022 import training as T
 from lab.kernels import routed_numpy as twins
 from lab.kernels.activations import activation
@@ -24,21 +25,21 @@ def _problem(n=40, seed=0, config=SMALL):
 
 def _loss(batch, W, Theta, routes, noise, cfg):
     """Mean loss of the MoE at fixed routes and noise (the value whose gradient the step uses)."""
+    plan = P.resolve(cfg)
     h = batch.s @ Theta
-    g, _ = T.gate(h, routes, noise, cfg)
-    f, _ = T.expert_forward(batch, W, routes, cfg)
-    value = T.output_loss(batch.y * g * f, cfg)[0].mean()
+    g, _ = plan.gate.values(h, routes, noise)
+    f, _ = plan.experts.forward(batch.xk, W, routes)
+    value = plan.loss.value_and_slope(batch.y * g * f)[0].mean()
     return value + load_balancing.loss_and_gradient(cfg.load_balancing, h, routes, cfg.lb_coef)[0]
 
 
 def _gradients(batch, W, Theta, routes, noise, cfg):
+    """∇W and ∇Θ as `algorithm1_step` computes them, at fixed routes and noise."""
+    plan = P.resolve(cfg)
     h = batch.s @ Theta
-    g, pi = T.gate(h, routes, noise, cfg)
-    out = T.expert_pass(batch, W, routes, g, cfg)
-    grad_Theta = T.router_gradient(batch.s, routes, g, pi, out.dF * out.f, cfg)
-    return out.grad_W, grad_Theta + batch.s.T @ load_balancing.gradient(
-        cfg.load_balancing, h, routes, cfg.lb_coef
-    )
+    g, pi = plan.gate.values(h, routes, noise)
+    out = plan.expert_pass(batch, W, routes, g)
+    return out.grad_W, plan.router_gradient(batch.s, h, routes, g, pi, out.dF * out.f)
 
 
 def _central_difference(fn, point, step=1e-6, directions=4, seed=0):
@@ -111,11 +112,11 @@ def test_double_softmax_loss_is_cross_entropy_of_softmax_of_softmax():
     p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     q = np.exp(p) / np.exp(p).sum(axis=1, keepdims=True)
     ce = -np.log(q[np.arange(50), (y > 0).astype(int)])
-    cfg = T.TrainConfig(loss="double-softmax-ce")
-    loss, _ = T.output_loss(y * (logits[:, 1] - logits[:, 0]), cfg)
+    double = P.resolve(T.TrainConfig(loss="double-softmax-ce")).loss
+    loss, _ = double.value_and_slope(y * (logits[:, 1] - logits[:, 0]))
     np.testing.assert_allclose(loss, ce, rtol=1e-12)
-    assert T.loss_floor(cfg) == pytest.approx(np.log1p(np.exp(-1.0)))
-    huge, slope = T.output_loss(np.array([-1e300, 1e300]), cfg)
+    assert double.floor == pytest.approx(np.log1p(np.exp(-1.0)))
+    huge, slope = double.value_and_slope(np.array([-1e300, 1e300]))
     assert np.all(np.isfinite(huge)) and np.all(np.isfinite(slope))
 
 
@@ -128,7 +129,7 @@ def test_linear_experts_collapse_to_patch_sum(bias):
     assert batch.xk.shape[1] == 1
     W = np.random.default_rng(4).normal(size=(2, 4, batch.xk.shape[2]))
     routes = np.arange(ds.n) % 2
-    f, _ = T.expert_forward(batch, W, routes, lin)
+    f, _ = P.resolve(lin).experts.forward(batch.xk, W, routes)
     full = ds.x if not bias else np.concatenate([ds.x, np.ones((*ds.x.shape[:2], 1))], axis=2)
     expected = twins.routed_forward(full, W, routes, 1)[0]
     np.testing.assert_allclose(f, expected, rtol=1e-12, atol=1e-12)
@@ -144,12 +145,13 @@ def test_two_logit_readout_is_the_signed_filter_sum(act, backend):
     W = np.random.default_rng(6).normal(size=(2, 4, batch.xk.shape[2]))
     routes = np.arange(ds.n) % 2
     sigma = activation(act)[0]
+    signs = np.repeat([-1.0, 1.0], 2)  # a_j: logit 0, then logit 1
     z = np.einsum("npd,njd->npj", batch.xk, W[routes])
-    expected = sigma(z).sum(axis=1) @ T.readout_signs(cfg)
-    np.testing.assert_allclose(T.expert_forward(batch, W, routes, cfg)[0], expected, rtol=1e-12, atol=1e-12)
+    expected = sigma(z).sum(axis=1) @ signs
+    forward = P.resolve(cfg).experts.forward(batch.xk, W, routes)[0]
+    np.testing.assert_allclose(forward, expected, rtol=1e-12, atol=1e-12)
     every = np.stack(
-        [sigma(np.einsum("npd,jd->npj", batch.xk, W[m])).sum(axis=1) @ T.readout_signs(cfg) for m in (0, 1)],
-        axis=1,
+        [sigma(np.einsum("npd,jd->npj", batch.xk, W[m])).sum(axis=1) @ signs for m in (0, 1)], axis=1
     )
     np.testing.assert_allclose(T.all_expert_outputs(batch, W, cfg), every, rtol=1e-12, atol=1e-12)
 
@@ -158,23 +160,22 @@ def test_normalized_expert_step():
     """(3.4): each expert moves by exactly η in Frobenius norm; a zero gradient leaves it alone."""
     grad = np.random.default_rng(5).normal(size=(3, 4, 9))
     grad[1] = 0.0
-    step = T.expert_step(grad, T.TrainConfig(M=3, J=4, eta=0.01), d=8)
+    step = P.resolve(T.TrainConfig(M=3, J=4, eta=0.01)).update(grad)
     np.testing.assert_allclose(np.linalg.norm(step.reshape(3, -1), axis=1), [0.01, 0.0, 0.01])
-    sum_norms = T.expert_step(
-        grad, T.TrainConfig(M=3, J=4, eta=0.01, bias=True, normalization="sum-of-norms"), 8
+    sum_norms = P.resolve(T.TrainConfig(M=3, J=4, eta=0.01, bias=True, normalization="sum-of-norms")).update(
+        grad
     )
     parts = np.linalg.norm(sum_norms[:, :, :8].reshape(3, -1), axis=1) + np.linalg.norm(
         sum_norms[:, :, 8], axis=1
     )
     np.testing.assert_allclose(parts, [0.01, 0.0, 0.01])
-    np.testing.assert_allclose(T.expert_step(grad, T.TrainConfig(expert_update="gd", eta=0.5), 8), 0.5 * grad)
+    np.testing.assert_allclose(P.resolve(T.TrainConfig(expert_update="gd", eta=0.5)).update(grad), 0.5 * grad)
 
 
 def test_routed_noise_is_the_noise_that_chose_the_route():
     """r_{m_i,i} recovered by routed_noise makes h + r maximal at the chosen expert."""
     h = np.random.default_rng(6).normal(0, 0.3, size=(500, 5))
-    cfg = T.TrainConfig(M=5, gate="noisy-logit")
-    routes, noise = T.route(h, 1234, cfg)
+    routes, noise = P.resolve(T.TrainConfig(M=5, gate="noisy-logit")).gate.route(h, 1234)
     r = twins.noise(twins.stream_key(1234), np.arange(500 * 5), 0, 0.0, 1.0).reshape(500, 5)
     np.testing.assert_array_equal(routes, np.argmax(h + r, axis=1))
     np.testing.assert_array_equal(noise, r[np.arange(500), routes])
@@ -183,6 +184,87 @@ def test_routed_noise_is_the_noise_that_chose_the_route():
 def _run(cfg, seed=7, n=60):
     signals, ds = _problem(n=n, seed=seed)
     return T.train(ds, signals, cfg, seed)
+
+
+class _Watched:
+    """A config that records the fields read from it once `watching` is set."""
+
+    def __init__(self, cfg):
+        self.cfg, self.reads, self.watching = cfg, [], False
+
+    def __getattr__(self, name):
+        if self.watching:
+            self.reads.append(name)
+        return getattr(self.cfg, name)
+
+
+def test_a_run_resolves_its_options_once_and_its_steps_read_no_option(monkeypatch):
+    """train resolves the config once, before the first step; every step gets that plan, none reads cfg."""
+    cfg = _Watched(T.variant_config("reference-code", M=3, J=4, activation="relu", steps=12, record_every=5))
+    plans, stepped = [], []
+    monkeypatch.setattr(T, "resolve", lambda c: plans.append(P.resolve(c)) or plans[-1])
+    algorithm1_step = T.algorithm1_step
+
+    def step(batch, W, Theta, seed, plan):
+        cfg.watching = True
+        stepped.append(plan)
+        return algorithm1_step(batch, W, Theta, seed, plan)
+
+    monkeypatch.setattr(T, "algorithm1_step", step)
+    signals, ds = _problem(n=60)
+    result = T.train(ds, signals, cfg, 3)
+    assert len(plans) == 1 and result.plan is plans[0]
+    assert len(stepped) == result.steps and all(p is plans[0] for p in stepped)
+    assert cfg.reads == []  # readout, loss, activation, gate, update, balancing, backend: all in the plan
+
+
+def test_a_single_cnn_run_resolves_its_options_once(monkeypatch):
+    """train_single resolves expert_config() once; after its first pass it reads only Adam's numbers."""
+    cfg = _Watched(baselines.single_config("reference-code", J=4, activation="gelu", steps=10))
+    plans = []
+
+    def resolve(c):
+        plan = P.resolve(c)
+
+        def expert_pass(*args):
+            cfg.watching = True
+            return plan.expert_pass(*args)
+
+        plans.append(dataclasses.replace(plan, expert_pass=expert_pass))
+        return plans[-1]
+
+    monkeypatch.setattr(baselines, "resolve", resolve)
+    result = baselines.train_single(_problem(n=60)[1], cfg, 0)
+    assert len(plans) == 1 and result.steps >= 1
+    assert set(cfg.reads) <= {"steps", "record_every", "weight_decay", "lr", "adam_eps"}
+
+
+@pytest.mark.parametrize(
+    "options,experts,expert_pass,update,router_terms",
+    [
+        ({}, P.Experts, P.FusedPass, P.NormalizedGD, 0),
+        ({"activation": "linear"}, P.LinearExperts, P.ExpertPass, P.NormalizedGD, 0),
+        ({"activation": "relu", "readout": "two-logit"}, P.HalfLogitExperts, P.ExpertPass, P.NormalizedGD, 0),
+        ({"activation": "tanh", "readout": "two-logit"}, P.Experts, P.ExpertPass, P.NormalizedGD, 0),
+        ({"loss": "double-softmax-ce"}, P.Experts, P.ExpertPass, P.NormalizedGD, 0),
+        (
+            {"expert_update": "gd", "load_balancing": "switch", "lb_coef": 0.1},
+            P.Experts,
+            P.FusedPass,
+            P.PlainGD,
+            1,
+        ),
+    ],
+)
+def test_resolution_table(options, experts, expert_pass, update, router_terms):
+    """The one place options are decided: the fused kernel only for the sum readout and the logistic loss."""
+    plan = P.resolve(T.TrainConfig(**options))
+    assert type(plan.experts) is experts and type(plan.expert_pass) is expert_pass
+    assert type(plan.update) is update and len(plan.router_terms) == router_terms
+    assert plan.stop is P.never_stop
+    sum_of_norms = P.resolve(T.variant_config("reference-code"))
+    assert sum_of_norms.update.norm is P.sum_of_norms and sum_of_norms.stop is not P.never_stop
+    assert P.resolve(T.TrainConfig(normalization="sum-of-norms")).update.norm is P.frobenius  # no bias block
 
 
 def test_training_is_deterministic_and_backends_agree():
@@ -219,10 +301,10 @@ def test_same_init_and_uniform_init():
 
 
 def test_early_stopping_rule():
-    assert T.should_stop(0.5, 0.47, 0.0, 0.02)
-    assert not T.should_stop(0.48, 0.47, 0.0, 0.02)
-    assert T.should_stop(0.3140, 0.3139, 0.3133, 0.02)
-    assert not T.should_stop(0.3139, 0.3139, 0.3133, 0.02)
+    assert P.should_stop(0.5, 0.47, 0.0, 0.02)
+    assert not P.should_stop(0.48, 0.47, 0.0, 0.02)
+    assert P.should_stop(0.3140, 0.3139, 0.3133, 0.02)
+    assert not P.should_stop(0.3139, 0.3139, 0.3133, 0.02)
 
 
 def test_reference_code_variant_runs_and_stops_early():
