@@ -305,7 +305,7 @@ def tables_10_11(results: Results) -> str:
             '"GD fails without load balancing" reproduces, but GD with load balancing fails too, against '
             "the paper's success; the paper's GD must have used a rate or init it does not state. The "
             "load-balancing coefficient for Table 11 is the lab's choice (`TABLE11_LB_COEF` in "
-            "`lab/chen2022/`).",
+            "`lab/chen2022/tables.py`).",
             replication_evidence(results, "table10", "paper", lambda c: True, command("table10")),
             replication_evidence(results, "table11", "paper", lambda c: True, command("table11")),
         ]

@@ -11,6 +11,7 @@ from lab.core import registry
 from lab.core.records import Record
 
 
+@pytest.mark.slow
 def test_verify_only_writes_json(tmp_path, capsys):
     out = tmp_path / "v.json"
     assert main(["verify", "--only", "b7", "--seed", "3", "--json", str(out), "--quiet"]) == 0
@@ -94,9 +95,9 @@ def test_rows_show_whole_statements_and_the_parameters_that_tell_them_apart(tmp_
 
 
 def test_progress_counts_checks_on_stderr_and_quiet_is_silent(capsys):
-    assert main(["verify", "--only", "B7,A1"]) == 0
+    assert main(["verify", "--only", "A5,A1"]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert [line.split("]")[0] for line in err] == ["[1/3", "[2/3", "[3/3"]
+    assert [line.split("]")[0] for line in err] == ["[1/2", "[2/2"]
     assert all(line.endswith(" s)") for line in err)
     assert main(["verify", "--only", "A1", "--quiet"]) == 0
     assert capsys.readouterr().err == ""
