@@ -32,8 +32,11 @@ from lab.chen2022.metrics import (
 )
 from lab.chen2022.tables import MODELS, MOE_DEFAULTS, TARGET_HELP, TARGETS, Cell
 from lab.chen2022.training import evaluate, prepare, train, variant_config
+from lab.core import plots
+from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
+from lab.core.provenance import code_fingerprint, versions
 from lab.core.registry import Replication
 from lab.sweeps.tasks import register_task
 
@@ -48,7 +51,7 @@ def target_settings(target: str) -> tuple[int, ...]:
 
 def _cells(target: str) -> list[Cell]:
     if target not in TARGETS:
-        raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
+        raise InputError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
     return TARGETS[target]
 
 
@@ -58,17 +61,17 @@ def expand(
     """The grid of independent run configs of a target: cells × (settings the paper has) × seeds."""
     cells = _cells(target)
     if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        raise InputError(f"variant must be one of {VARIANTS}, got {variant!r}")
     if tier not in TIER_SIZES:
-        raise ValueError(f"tier must be one of {sorted(TIER_SIZES)}, got {tier!r}")
+        raise InputError(f"tier must be one of {sorted(TIER_SIZES)}, got {tier!r}")
     if not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
+        raise InputError(f"seeds must be an integer >= 1, got {seeds!r}")
     if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
     have = target_settings(target)
     chosen = [s for s in dict.fromkeys(settings) if s in have]
     if not chosen:
-        raise ValueError(f"settings: {target} has paper numbers for settings {list(have)}, got {settings}")
+        raise InputError(f"settings: {target} has paper numbers for settings {list(have)}, got {settings}")
     configs = []
     for cell in cells:
         for s in chosen:
@@ -184,14 +187,45 @@ def _run_moe(config, signals, train_set, test_set, seed, progress) -> dict:
 # ------------------------------------------------------------------------------------ runs on disk
 
 
-def load_or_run(config: dict, runs_dir: Path, progress: bool) -> tuple[dict, bool]:
+def run_code() -> str:
+    """Fingerprint of the science code a run's numbers depend on (stored in every run record)."""
+    return code_fingerprint(__name__)
+
+
+def _stored_run(path: Path, config: dict, keep_stale: bool) -> dict | None:
+    """The stored record of `config` at `path` if it is sound and from this code, else None.
+
+    A damaged file (not JSON, not a record, another config) is named on stderr and moved aside to
+    `*.corrupt`; a record from other code (stale) is named and recomputed, unless `keep_stale`.
+    """
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+        if not isinstance(record, dict) or any(record.get(k) != v for k, v in config.items()):
+            raise ValueError("not the record of this run's configuration")
+    except (ValueError, UnicodeDecodeError) as exc:
+        aside = path.with_name(path.name + ".corrupt")
+        path.replace(aside)
+        print(f"run file {path} is damaged ({exc}); moved to {aside.name}, running again", file=sys.stderr)
+        return None
+    if not keep_stale and record.get("code") != run_code():
+        print(
+            f"run file {path} was computed by other code (stale); running again "
+            "(--keep-stale keeps it on purpose)",
+            file=sys.stderr,
+        )
+        return None
+    return record
+
+
+def load_or_run(config: dict, runs_dir: Path, progress: bool, keep_stale: bool = False) -> tuple[dict, bool]:
     """The finished record of `config` from runs_dir, or run it now and store it atomically."""
     path = runs_dir / f"{run_key(config)}.json"
-    if path.exists():
-        record = json.loads(path.read_text())
-        if all(record.get(k) == v for k, v in config.items()):
-            return record, True
-    record = run_one(config, progress)
+    record = _stored_run(path, config, keep_stale)
+    if record is not None:
+        return record, True
+    record = run_one(config, progress) | {"code": run_code()}
     write_json_atomic(path, record)
     return record, False
 
@@ -203,7 +237,7 @@ def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
     records = []
     with Progress(len(configs), target, enabled=not args.quiet, lines=True, unit="run") as bar:
         for config in configs:
-            record, cached = load_or_run(config, runs_dir, progress=not args.quiet)
+            record, cached = load_or_run(config, runs_dir, not args.quiet, args.keep_stale)
             records.append(record)
             what = "kept" if cached else f"{record['seconds']:.1f} s"
             bar.step(
@@ -269,11 +303,7 @@ def write_figures(stem: str, records: list[dict], out: Path) -> list[Path]:
     moe = [r for r in records if r["model"].startswith("moe") and r.get("history")]
     if not moe:
         return []
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = plots.pyplot()
     written = []
     fig, ax = plt.subplots(figsize=(6, 4))
     for (model, s), colour in zip(
@@ -290,8 +320,7 @@ def write_figures(stem: str, records: list[dict], out: Path) -> list[Path]:
     ax.legend(fontsize=8)
     fig.tight_layout()
     written.append(out / f"{stem}_entropy.png")
-    fig.savefig(written[-1], dpi=120)
-    plt.close(fig)
+    plots.save_figure(fig, written[-1])
     for model in sorted({r["model"] for r in moe}):
         first = min((r for r in moe if r["model"] == model), key=lambda r: (r["setting"], r["seed"]))
         fig, axes = plt.subplots(2, 2, figsize=(9, 6), sharex=True)
@@ -313,8 +342,7 @@ def write_figures(stem: str, records: list[dict], out: Path) -> list[Path]:
         fig.tight_layout()
         slug = model.replace(" ", "_").replace("(", "").replace(")", "")
         written.append(out / f"{stem}_curves_{slug}.png")
-        fig.savefig(written[-1], dpi=120)
-        plt.close(fig)
+        plots.save_figure(fig, written[-1])
     return written
 
 
@@ -333,8 +361,6 @@ def _json_path(target: str, args) -> Path:
 
 def run_target(target: str, args) -> int:
     """`python -m lab replicate TARGET`: runs (resuming), Markdown table, JSON, figures."""
-    from lab.core.provenance import versions
-
     start = time.perf_counter()
     _configs, records = replicate(target, args)
     out = Path(args.out)
@@ -362,13 +388,15 @@ def run_target(target: str, args) -> int:
         "versions": versions(),
     }
     write_json_atomic(_json_path(target, args), payload)
-    figures = write_figures(stem, records, out)
+    figures = write_figures(stem, records, out) if plots.available() else []
     print(header + table)
     if not args.quiet:
         print(
             f"wrote {out / f'{stem}.md'}, {_json_path(target, args)}, {len(figures)} figure(s)",
             file=sys.stderr,
         )
+        if not plots.available():
+            print(plots.PLOTS_HINT, file=sys.stderr)
     return 0 if all(math.isfinite(r["test_accuracy"]) for r in records) else 1
 
 

@@ -34,6 +34,9 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
     parser.add_argument("--json", metavar="PATH", help="write the runs as JSON")
     parser.add_argument("--out", metavar="DIR", default="reports", help="folder for tables/figures")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--keep-stale", action="store_true", help="reuse run files computed by other code, on purpose"
+    )
     return run_replicate
 
 

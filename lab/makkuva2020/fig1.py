@@ -11,6 +11,7 @@ Step sizes, steps and sample sizes are not in the paper; `Fig1Config` states the
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -254,7 +255,6 @@ def _replicate(args) -> int:
         f"against the re-referenced W*):\n\n{table}\n\nFigure: makkuva_fig1.png. Settings: {asdict(config)}\n"
     )
     write_text_atomic(out / "makkuva_fig1.md", text)
-    plot_fig1(runs, out / "makkuva_fig1.png")
     if args.json:
         write_json_atomic(
             args.json,
@@ -271,6 +271,10 @@ def _replicate(args) -> int:
                 }
             ),
         )
+    if plots.available():
+        plot_fig1(runs, out / "makkuva_fig1.png")
+    elif not args.quiet:
+        print(plots.PLOTS_HINT, file=sys.stderr)
     if not args.quiet:
         print(text)
     return 0

@@ -12,13 +12,20 @@ from lab.core import registry
 
 
 def _args(tmp_path, **kw):
-    base = dict(settings=[1, 2, 3, 4], seeds=2, seed=0, variant="paper", tier="quick", json=None, quiet=True)
+    base = dict(
+        settings=[1, 2, 3, 4],
+        seeds=2,
+        seed=0,
+        variant="paper",
+        tier="quick",
+        json=None,
+        quiet=True,
+        keep_stale=False,
+    )
     return argparse.Namespace(**(base | {"out": str(tmp_path)} | kw))
 
 
 def test_targets_are_registered():
-    import checks.chen2022.training_claims  # noqa: F401  (the CLI imports it through the plugin entry point)
-
     assert {"table1", "table3", "table7", "table10", "table11"} <= set(registry.replications())
 
 
@@ -150,3 +157,47 @@ def test_format_table_shows_mean_std_paper_and_difference():
     ]
     text = R.format_table("table1", records)
     assert "99.50 ± 0.71" in text and "+0.04" in text and "99.46 ± 0.55" in text and "+0.002" in text
+
+
+def _one_run(tmp_path):
+    """One run config of table1 and the path of its stored run file."""
+    config = R.expand("table1", [1], 1, 0, "paper", "quick")[0]
+    return config, tmp_path / "runs" / f"{R.run_key(config)}.json"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "a list", "another config"])
+def test_a_damaged_run_file_is_named_moved_aside_and_recomputed(tiny, tmp_path, monkeypatch, capsys, damage):
+    config, path = _one_run(tmp_path)
+    monkeypatch.setattr(R, "run_one", lambda config, progress=False: dict(config, test_accuracy=50.0))
+    assert R.load_or_run(config, path.parent, False)[1] is False
+    text = {"truncated": path.read_text()[:40], "a list": "[1, 2]", "another config": '{"seed": 99}'}[damage]
+    path.write_text(text)
+    record, cached = R.load_or_run(config, path.parent, False)
+    assert not cached and record["code"] == R.run_code()
+    err = capsys.readouterr().err
+    assert str(path) in err and "damaged" in err
+    assert path.with_name(path.name + ".corrupt").read_text() == text
+    assert R.load_or_run(config, path.parent, False)[1] is True  # the recomputed file is sound
+
+
+def test_a_run_file_from_other_code_is_stale_and_recomputed_unless_kept(tiny, tmp_path, monkeypatch, capsys):
+    config, path = _one_run(tmp_path)
+    monkeypatch.setattr(R, "run_one", lambda config, progress=False: dict(config, test_accuracy=50.0))
+    R.load_or_run(config, path.parent, False)
+    stale = json.loads(path.read_text()) | {"code": "from-other-code", "test_accuracy": 1.0}
+    path.write_text(json.dumps(stale))
+    assert R.load_or_run(config, path.parent, False, keep_stale=True) == (stale, True)
+    record, cached = R.load_or_run(config, path.parent, False)
+    assert not cached and record["test_accuracy"] == 50.0
+    assert "stale" in capsys.readouterr().err
+
+
+def test_without_matplotlib_reports_are_written_and_figures_skipped(tiny, tmp_path, monkeypatch, capsys):
+    from lab.core import plots
+
+    monkeypatch.setattr(plots, "available", lambda: False)
+    args = _args(tmp_path, settings=[1], seeds=1, quiet=False)
+    assert R.run_target("table1", args) == 0
+    assert (tmp_path / "table1.json").exists() and (tmp_path / "table1.md").exists()
+    assert not list(tmp_path.glob("*.png"))
+    assert capsys.readouterr().err.count('pip install "moe-lab[plots]"') == 1
