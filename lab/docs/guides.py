@@ -190,12 +190,26 @@ seconds, worker, time):
 
 ## Keys and reproducibility
 
-A task's key is the SHA-256 of the canonical JSON of the task name, its full configuration and the
-lab's version. The same configuration therefore has the same key in every spec, so overlapping grids
-share runs (Table 1's runs are part of Table 3's); a new lab version computes everything again; and a
-result does not depend on where the task ran: a Dask run and a sequential run of the same grid give
-the same result JSON bit for bit (a tested property). Each task runs single-threaded (BLAS through
-`threadpoolctl`, Numba through `numba.set_num_threads(1)`).
+A task's key is the SHA-256 of the canonical JSON of the task name and its full configuration. The
+same configuration therefore has the same key in every spec, so overlapping grids share runs (Table
+1's runs are part of Table 3's), and a result does not depend on where the task ran: a Dask run and a
+sequential run of the same grid give the same result JSON bit for bit (a tested property). Each task
+runs single-threaded (BLAS through `threadpoolctl`, Numba through `numba.set_num_threads(1)`).
+
+## Stale results, and keeping them on purpose
+
+Every stored result also records a fingerprint of the code that produced it: a hash of the source of
+every science module the task imports, directly or not (`lab/kernels`, `lab/chen2022`,
+`lab/makkuva2020`, `lab/shazeer2017`), and of the NumPy, SciPy and Numba versions. A result whose
+fingerprint differs from the current code's is *stale*: `sweep status` and `sweep report` count it as
+such and never average it, and the next `sweep run` computes it again. An edit to a module the task
+does not import leaves its results current (a tested property). To keep old results on purpose, for
+example after a change you know does not move the numbers, pass `--keep-stale` to `run`, `status` and
+`report`. The replication targets do the same with their run files (`replicate --keep-stale`).
+
+The store is a SQLite file marked as the lab's (its application id). A file that is not the lab's
+store, a damaged one and an emptied one are refused with one line naming the file, and left untouched;
+`status` and `report` open the store read-only and never write.
 
 ## Dask, on one machine or many
 
