@@ -1,6 +1,7 @@
 """Hypothesis profiles `ci` (default), `dev` and `fuzz` (database kept), and a loopback Dask cluster."""
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -20,9 +21,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(scope="module")
 def client():
-    """One two-worker loopback Dask cluster per test module (start-up costs seconds), warmed up."""
+    """One two-worker loopback Dask cluster per test module (start-up costs seconds), warmed up.
+
+    Tasks defined in test modules reach the workers by reference (`tests.sweeps.test_sweep...`), so
+    the repository root goes on sys.path first: spawned workers inherit it, whatever started pytest.
+    """
     distributed = pytest.importorskip("distributed")
     import logging
+    import sys
+
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
 
     from lab.sweeps.tasks import routing_probability, run_task
 
