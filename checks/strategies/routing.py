@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 EXPERT_COUNTS = st.one_of(st.integers(2, 8), st.sampled_from([16, 32, 64]), st.integers(2, 64))
 VECTOR_KINDS = ("spread", "ties", "leader", "gapped")
 PAIR_KINDS = ("close", "tie", "leader", "far")
-MIN_STEP = 1e-6  # smallest ‖h − ĥ‖∞ in noise scales: exact p (error ≤ 1e-14) keeps the ratio to ~1e-8
+MIN_STEP = 1e-6  # smallest ‖h − ĥ‖∞ of `gate_pairs`, in noise scales: exact p keeps the ratio to ~1e-8
 DRAWN = 8  # coordinates drawn one by one (searchable by target and shrinking); the rest from a seed
 
 
@@ -59,17 +59,35 @@ def _direction(draw, m: int) -> np.ndarray:
     return u
 
 
+def separated(h: np.ndarray, u: np.ndarray, step: float, floor: float) -> np.ndarray:
+    """ĥ = h + t·u with t = step, or t stretched by factors 1 + 2⁻²⁰ until ‖ĥ − h‖∞ >= floor.
+
+    With ‖u‖∞ = 1 and step >= floor the stretch only undoes rounding: h + step·u − h can come out
+    below step when |h_j| is large (one ulp of 50 is 7e-15, of the order of 1e-9 · MIN_STEP).
+    """
+    h_hat = h + step * u
+    while np.abs(h_hat - h).max() < floor:
+        step *= 1.0 + 2.0**-20
+        h_hat = h + step * u
+    return h_hat
+
+
 @st.composite
 def gate_pairs(draw, M=None, scale: float = 1.0, kinds=PAIR_KINDS) -> tuple[np.ndarray, np.ndarray]:
-    """(h, ĥ) with ĥ ≠ h: close pairs, pairs straddling a tie for the top, one expert far ahead, far pairs."""
+    """(h, ĥ) with ‖h − ĥ‖∞ >= MIN_STEP·scale: close pairs, pairs straddling a tie, a leader, far pairs.
+
+    The lower bound is the strategies' contract: the Lipschitz ratio ‖Δp‖/‖Δh‖ of the checks is
+    0/0-sensitive, and exact p (error ~1e-15) keeps it to ~1e-8 only for ‖Δh‖∞ >= MIN_STEP·scale.
+    """
     m = draw(_sizes(M))
     kind = draw(st.sampled_from(kinds))
     step = scale * 10.0 ** draw(st.floats(np.log10(MIN_STEP), 0.0))
+    floor = MIN_STEP * scale
     if kind == "far":
         h = draw(gate_vectors(m, scale, ("spread", "ties")))
         h_hat = draw(gate_vectors(m, scale, ("spread", "ties")))
-        if np.array_equal(h, h_hat):
-            h_hat = h_hat + step * draw(_direction(m))
+        if np.abs(h - h_hat).max() < floor:  # drawn (nearly) equal: a close pair instead
+            h_hat = separated(h, draw(_direction(m)), step, floor)
         return h, h_hat
     if kind == "tie":  # the top two tied; ĥ lifts one of them against the rest (all of it, or randomly)
         h = draw(gate_vectors(m, scale, ("spread", "ties")))
@@ -77,9 +95,9 @@ def gate_pairs(draw, M=None, scale: float = 1.0, kinds=PAIR_KINDS) -> tuple[np.n
         h[second] = h[first]
         u = -np.ones(m) if draw(st.booleans()) else draw(_direction(m))
         u[first], u[second] = 1.0, -1.0
-        return h, h + step * u
+        return h, separated(h, u, step, floor)
     h = draw(gate_vectors(m, scale, ("leader",) if kind == "leader" else ("spread", "ties", "leader")))
-    return h, h + step * draw(_direction(m))
+    return h, separated(h, draw(_direction(m)), step, floor)
 
 
 def tie_pairs(scale: float = 1.0) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -14,6 +14,7 @@ import numpy as np
 from scipy import special
 
 from lab import kernels
+from lab.core import validate
 from lab.kernels.activations import ACTIVATION_CODES, activation
 
 
@@ -25,10 +26,14 @@ class MoEParams:
     W: np.ndarray
 
     def __post_init__(self) -> None:
-        if self.W.ndim != 3 or self.Theta.ndim != 2:
-            raise ValueError(
-                f"need W of shape (M, J, d) and Theta (d, M), got {self.W.shape}, {self.Theta.shape}"
+        if not (isinstance(self.W, np.ndarray) and isinstance(self.Theta, np.ndarray)):
+            raise TypeError(
+                f"W and Theta must be NumPy arrays, got {type(self.W).__name__}, {type(self.Theta).__name__}"
             )
+        if self.W.ndim != 3:
+            raise ValueError(f"W must have shape (M, J, d), got {self.W.shape}")
+        if self.Theta.ndim != 2:
+            raise ValueError(f"Theta must have shape (d, M), got {self.Theta.shape}")
         M, _, d = self.W.shape
         if self.Theta.shape != (d, M):
             raise ValueError(f"Theta must have shape (d, M) = {(d, M)}, got {self.Theta.shape}")
@@ -121,10 +126,15 @@ def perturbed_loss_gradients(
     """Exact gradients of (3.3): ∇_Θ by (E.1), shape (d, M), and ∇_W by (E.2), shape (M, J, d).
 
     f and (E.2) come from `routed_step` of `lab.kernels.backend(backend)`: the Numba kernel, or
-    its NumPy twin, which is `routed_expert_outputs` and `expert_gradient` (complex-capable).
+    its NumPy twin, which is `routed_expert_outputs` and `expert_gradient`. The arguments are
+    checked first, the same way for both backends (`_gradient_inputs`): real finite arrays
+    x (n, P, d) with n, P >= 1, y (n,), params a `MoEParams` with finite Θ and W, routes (n,)
+    integers in [0, M). Unlike the rest of this module it takes no complex input (the Numba
+    kernel is real); complex-step derivatives go through `perturbed_loss`.
     """
     lib = kernels.backend(backend)
     activation(act)  # a bad name is a ValueError on both backends
+    x, y, params, routes = _gradient_inputs(x, y, params, routes)
     n = x.shape[0]
     s = x.sum(axis=1)
     pi = gate_values(s @ params.Theta)
@@ -138,6 +148,23 @@ def perturbed_loss_gradients(
     onehot[np.arange(n), routes] = 1.0
     grad_theta = s.T @ (common[:, None] * (onehot - pi))
     return grad_theta, grad_w
+
+
+def _gradient_inputs(x, y, params, routes) -> tuple[np.ndarray, np.ndarray, MoEParams, np.ndarray]:
+    """The arguments of `perturbed_loss_gradients`, checked (`lab.core.validate`) before any backend runs."""
+    validate.instance(params, "params", MoEParams)
+    W = validate.array(params.W, "params.W", ndim=3, labels="(M, J, d)", nonempty=(0,))
+    Theta = validate.array(params.Theta, "params.Theta", ndim=2, labels="(d, M)")
+    M, _, d = W.shape
+    validate.same_shape("params.Theta", Theta, (d, M), "(d, M)")
+    x = validate.array(x, "x", ndim=3, labels="(n, P, d)", nonempty=(0, 1))
+    validate.same_shape("x", x, (x.shape[0], x.shape[1], d), f"(n, P, d) with d = {d} from W")
+    y = validate.array(y, "y", ndim=1, labels="(n,)")
+    validate.same_shape("y", y, (x.shape[0],), "(n,) with n = len(x)")
+    routes = validate.index_array(routes, "routes", x.shape[0], M)
+    if W is not params.W or Theta is not params.Theta:
+        params = MoEParams(Theta=Theta, W=W)
+    return x, y, params, routes
 
 
 def expert_gradient(

@@ -21,6 +21,7 @@ from numbers import Real
 import numpy as np
 
 from lab.chen2022.routing_exact import gaussian_routing, uniform_routing
+from lab.core import validate
 from lab.core.stats import clopper_pearson
 from lab.kernels import routed as kernels
 
@@ -206,18 +207,18 @@ class RoutingFrequencies:
 
 
 def routing_frequencies(h, noise: Noise, draws: int, seed: int, level: float = 0.99) -> RoutingFrequencies:
-    """Win counts of argmax_j {h_j + r_j} over `draws` kernel draws, with intervals jointly at `level`."""
+    """Win counts of argmax_j {h_j + r_j} over `draws` kernel draws, with intervals jointly at `level`.
+
+    h (M,) finite reals, draws an integer >= 1, seed an integer in [0, 2**64), level in (0, 1).
+    """
     batch, vector = _gates(h)
     if not vector:
         raise ValueError(f"h must be one gate vector of shape (M,) here, got shape {batch.shape}")
-    if isinstance(draws, bool) or not isinstance(draws, int | np.integer) or draws < 1:
-        raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**63:
-        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+    draws = validate.integer(draws, "draws", low=1)
+    seed = validate.seed(seed)
+    level = validate.real(level, "level", low=0.0, high=1.0, low_open=True, high_open=True)
     code, a, b = _noise(noise).kernel_args()
-    counts = kernels.routing_counts(batch[0], int(draws), int(seed), code, a, b)
+    counts = kernels.routing_counts(batch[0], draws, seed, code, a, b)
     M = counts.size
     each = 1.0 - (1.0 - level) / M
     bounds = np.array([clopper_pearson(int(k), int(draws), each) for k in counts])

@@ -12,7 +12,9 @@ over the value t of the winning perturbed gate. Two noise families need an integ
   down to half the largest gap, where the integrand of a far-behind expert peaks. It is
   integrated by composite Gauss–Legendre in log space (log Φ from `scipy.special.log_ndtr`, so
   64 experts and far-apart gates never underflow). Two rules on the same panels give an error
-  estimate; panels are halved until it is below `GAUSSIAN_TOL`.
+  estimate; panels are halved until it is below `GAUSSIAN_TOL`. A clear winner (p ≥ 15/16) gets
+  p = 1 − Σ of the others (`_complement_leader`): its integral near 1 carries the round-off of
+  some 10³ terms (up to ~25 ulp), the complement only that of small, relatively accurate terms.
 
 Jacobians follow from differentiating under the integral: for k ≠ m,
 ∂p_m/∂h_k = −∫ f_m f_k Π_{j≠m,k} F_j dt ≤ 0, and ∂p_m/∂h_m = −Σ_{k≠m} ∂p_m/∂h_k because p
@@ -149,7 +151,8 @@ def gaussian_routing(x: np.ndarray, jacobian: bool = False) -> tuple[np.ndarray,
     """p (n, M) for r_j ~ N(0, 1) iid and gates x (n, M); with `jacobian`, ∂p/∂x (n, M, M).
 
     The error estimate is the gap between 12- and 20-node rules on the same panels; panels are
-    halved until it is ≤ GAUSSIAN_TOL (absolute, every entry), so p is accurate to ~1e-15. The
+    halved until it is ≤ GAUSSIAN_TOL (absolute, every entry), so p is accurate to ~1e-15 (a clear
+    winner's p ≥ 15/16 to ~1 ulp, as 1 − the others' sum: `_complement_leader`). The
     window reaches down to half the largest gap, so small p_m keep their relative accuracy
     down to ~1e-300 (gates more than 60 below the top get p_m = 0; the truth is < 1e-390).
     """
@@ -160,9 +163,28 @@ def gaussian_routing(x: np.ndarray, jacobian: bool = False) -> tuple[np.ndarray,
         coarse, _ = _gaussian_once(d, panel, 12, False)
         p, D = _gaussian_once(d, panel, 20, jacobian)
         if np.abs(p - coarse).max() <= GAUSSIAN_TOL:
-            return np.minimum(p, 1.0), D
+            return _complement_leader(np.minimum(p, 1.0)), D
         panel /= 2.0
     raise RuntimeError(f"Gaussian routing quadrature did not reach {GAUSSIAN_TOL} with panels of {panel}")
+
+
+LEADER_COMPLEMENT = 1.0 / 16.0  # the others' total below which a winner's p is 1 − (their sum)
+
+
+def _complement_leader(p: np.ndarray) -> np.ndarray:
+    """p with each row's leader set to 1 − Σ_{m ≠ leader} p_m where that sum is ≤ LEADER_COMPLEMENT.
+
+    The quadrature is accurate to ~1e-15 absolute and small p_m to ~1e-14 relative, so near 1 the
+    leader's own integral loses digits to round-off (M = 2, p = Φ(gap/√2): up to 2.7e-15 = 24 ulp,
+    e.g. at gap −7.5675 where p ≈ 1 − 4e-8), while 1 − (the others' sum) is within ~1 ulp: the
+    others add at most ~1e-14 × 1/16. Rows without such a leader keep their quadrature values.
+    """
+    lead = np.argmax(p, axis=1)
+    rows = np.arange(p.shape[0])
+    others = np.where(np.arange(p.shape[1]) == lead[:, None], 0.0, p).sum(axis=1)
+    clear = others <= LEADER_COMPLEMENT
+    p[rows[clear], lead[clear]] = 1.0 - others[clear]
+    return p
 
 
 def gaussian_self_sensitivity(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

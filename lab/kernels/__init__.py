@@ -4,6 +4,13 @@
 namespace with the same attribute names for both, so a caller resolves its backend once and
 calls `lib.routed_forward(...)` without testing a flag again. `DEFAULT_BACKEND` is the default of
 every public function that takes a `backend` argument.
+
+Every function a backend serves checks its arguments in Python, once per call, with the same
+checks on both sides (`lab.kernels._checks`): an unknown activation or noise code, a negative
+count, a seed outside [0, 2**64), an index outside [0, M) or mismatched shapes raise the same
+TypeError or ValueError on both backends. The jitted loops (`_name` in each Numba module) trust
+their arguments and are called only from these entry points. Finiteness of the data is left to
+the public science functions (`lab.core.validate`), which check it before they dispatch.
 """
 
 from __future__ import annotations

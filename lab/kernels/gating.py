@@ -1,7 +1,9 @@
 """Numba kernels of noisy top-k gating (Shazeer et al. 2017); twins in `lab.kernels.gating_numpy`.
 
 The noise and the chunking are those of `lab.kernels._shared`, so both kernels give the same
-result at any thread count. `lab.shazeer2017.gating` validates the arguments and dispatches here.
+result at any thread count. The names in `__all__` check their arguments with `lab.kernels._checks`
+(the checks of the NumPy twins too) and call the jitted loops `_gate_and_load` and `_membership_counts`;
+`lab.shazeer2017.gating` validates the data (finite, real) and dispatches here.
 """
 
 from __future__ import annotations
@@ -11,23 +13,17 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from lab.kernels import _checks
 from lab.kernels._shared import CHUNKS, draw, stream_key
 
 __all__ = ["noisy_top_k_gate_and_load", "top_k_membership_counts"]
 
 _SQRT_HALF = math.sqrt(0.5)
-_SOFTPLUS_UNDERFLOW = -745.0  # Softplus(ρ) is exactly 0 in double precision for ρ below this
 
 
 def noisy_top_k_gate_and_load(clean, raw_noise, xi, k):
     """G = Softmax(KeepTopK(H, k)) and the smooth load P(x, i) for real inputs (see `_gate_and_load`)."""
-    if any(np.iscomplexobj(a) for a in (clean, raw_noise, xi)) or (
-        raw_noise.size and np.min(raw_noise) <= _SOFTPLUS_UNDERFLOW
-    ):
-        raise ValueError(
-            f"the numba backend needs real inputs with raw_noise > {_SOFTPLUS_UNDERFLOW} (Softplus > 0)"
-        )
-    return _gate_and_load(clean, raw_noise, xi, k)
+    return _gate_and_load(*_checks.noisy_top_k_gate_and_load(clean, raw_noise, xi, k))
 
 
 @njit(cache=True, parallel=True)
@@ -84,8 +80,16 @@ def _gate_and_load(clean, raw_noise, xi, k):
     return G, P
 
 
-@njit(cache=True, parallel=True)
 def top_k_membership_counts(clean, scale, xi, k, draws, seed, resample_all):
+    """Monte Carlo for C2: counts (n, M) of draws with expert i in the top k (see `_membership_counts`)."""
+    clean, scale, xi, k, draws, seed, resample_all = _checks.top_k_membership_counts(
+        clean, scale, xi, k, draws, seed, resample_all
+    )
+    return _membership_counts(clean, scale, xi, k, draws, _checks.numba_seed(seed), resample_all)
+
+
+@njit(cache=True, parallel=True)
+def _membership_counts(clean, scale, xi, k, draws, seed, resample_all):
     """Monte Carlo for C2: how often expert i is in the top k of H = clean + scale·ξ, per (row, i).
 
     resample_all False: only ξ_i is redrawn (N(0, 1)), every other ξ_j stays at xi[r, j], so

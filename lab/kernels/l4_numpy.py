@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.kernels import _checks
+
 __all__ = ["l4_gradient"]
 
 
 def l4_gradient(A, x, q4, q2, c, c_prime, mu, lam, delta):
     """Value and ∇_A of the sample L4 of eq. (6) given Q4(y), Q2(y), by the chain rule through P = xAᵀ."""
+    A, x, q4, q2, c, c_prime, mu, lam, delta = _checks.l4_gradient(A, x, q4, q2, c, c_prime, mu, lam, delta)
     n = x.shape[0]
     P = x @ A.T
     norms = np.sum(A * A, axis=1)

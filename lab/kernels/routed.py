@@ -7,6 +7,11 @@ thread that makes it, so every result here is independent of the thread count.
 Activation codes follow `lab.kernels.activations.ACTIVATION_CODES`: 0 cubic, 1 linear, 2 relu,
 3 celu, 4 gelu, 5 tanh. Noise codes follow `NOISE_CODES`: uniform on [a, b), Gaussian with
 mean 0 and standard deviation a, Gumbel with location 0 and scale a.
+
+The names in `__all__` are Python entry points: each checks its arguments once with
+`lab.kernels._checks` (codes, counts, seeds in [0, 2**64), shapes, routes in [0, M)), the same
+checks its NumPy twin runs, and then calls the jitted loop of the same name with a leading
+underscore. The jitted loops trust their arguments; nothing outside this module calls them.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from lab.kernels._shared import CHUNKS, NOISE_CODES, draw, stream_key, uint64
+from lab.kernels import _checks
+from lab.kernels._shared import CHUNKS, NOISE_CODES, draw, uint64
+from lab.kernels._shared import stream_key as _stream_key
 
 __all__ = [
     "NOISE_CODES",
@@ -36,7 +43,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 @njit(cache=True, parallel=True)
-def noise(key, index, code, a, b):
+def _noise(key, index, code, a, b):
     """Draws number `index` (1-d) of stream `key`: uniform [a, b), N(0, a²), Gumbel(0, a) by `NOISE_CODES`."""
     if code < 0 or code > 2:
         raise ValueError("noise code must be 0, 1 or 2")
@@ -213,7 +220,7 @@ def _sum_buffers(buffers):
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def routed_forward(x, W, routes, act):
+def _routed_forward(x, W, routes, act):
     """Each sample through its routed expert only: f_{m_i}(x_i) (3.1) and pre-activations z (n, P, J)."""
     n, P = x.shape[0], x.shape[1]
     z = np.empty((n, P, W.shape[1]), dtype=x.dtype)
@@ -224,7 +231,7 @@ def routed_forward(x, W, routes, act):
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def routed_backward(x, z, routes, coef, M, act):
+def _routed_backward(x, z, routes, coef, M, act):
     """Σ_{i: m_i = m} coef_i Σ_p σ'(z_{i,p,j}) x_i⁽ᵖ⁾ for each (m, j): the sum in (E.2), shape (M, J, d)."""
     n, P, d = x.shape
     J = z.shape[2]
@@ -240,7 +247,7 @@ def routed_backward(x, z, routes, coef, M, act):
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def routed_step(x, W, routes, margin_scale, act):
+def _routed_step(x, W, routes, margin_scale, act):
     """Fused forward and backward of the routed loss mean_i ℓ(s_i f_{m_i}(x_i)), ℓ logistic.
 
     margin_scale s_i = y_i π_{m_i}(x_i). Returns f (n,) and Σ_i ℓ'(s_i f_i) s_i / n ·
@@ -269,7 +276,7 @@ def routed_step(x, W, routes, margin_scale, act):
 
 
 @njit(cache=True, parallel=True)
-def softmax_gate(h, routes):
+def _softmax_gate(h, routes):
     """π = softmax(h) row by row, stable at any finite logits, and g_i = π_{i, m_i}: the gate of Sec. 3.2."""
     n, M = h.shape
     pi = np.empty_like(h)
@@ -290,7 +297,7 @@ def softmax_gate(h, routes):
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def dense_forward(x, W, act):
+def _dense_forward(x, W, act):
     """Every expert on every sample, f_m(x_i) (3.1), shape (n, M): for dispatch analysis and baselines."""
     n, P = x.shape[0], x.shape[1]
     M, J = W.shape[0], W.shape[1]
@@ -303,10 +310,10 @@ def dense_forward(x, W, act):
 
 
 @njit(cache=True, parallel=True)
-def perturbed_argmax(h, seed, noise_code, a, b):
+def _perturbed_argmax(h, seed, noise_code, a, b):
     """Top-1 routes argmax_m {h_{i,m} + r_{i,m}} for a batch h (n, M), noise r drawn in the kernel."""
     n, M = h.shape
-    key = stream_key(seed)
+    key = _stream_key(seed)
     routes = np.empty(n, dtype=np.int64)
     for i in prange(n):
         best = -np.inf
@@ -321,10 +328,10 @@ def perturbed_argmax(h, seed, noise_code, a, b):
 
 
 @njit(cache=True, parallel=True)
-def routing_counts(h, draws, seed, noise_code, a, b):
+def _routing_counts(h, draws, seed, noise_code, a, b):
     """How often each expert wins argmax_m {h_m + r_m} over `draws` noise draws for one h (M,)."""
     M = h.shape[0]
-    key = stream_key(seed)
+    key = _stream_key(seed)
     counts = np.zeros((CHUNKS, M), dtype=np.int64)
     for c in prange(CHUNKS):
         for t in range(c * draws // CHUNKS, (c + 1) * draws // CHUNKS):
@@ -337,3 +344,54 @@ def routing_counts(h, draws, seed, noise_code, a, b):
                     arg = m
             counts[c, arg] += 1
     return counts.sum(axis=0)
+
+
+# ------------------------------------------------------------------ checked entry points (see `_checks`)
+
+
+def stream_key(seed):
+    """Key of the noise stream for a seed in [0, 2**64) (twin: `lab.kernels.routed_numpy.stream_key`)."""
+    return _stream_key(_checks.numba_seed(_checks.stream_key(seed)))
+
+
+def noise(key, index, code, a, b):
+    """Draws number `index` (1-d) of stream `key`: uniform [a, b), N(0, a²), Gumbel(0, a) by `NOISE_CODES`."""
+    key, index, code, a, b = _checks.noise(key, index, code, a, b)
+    return _noise(np.uint64(key), index, code, a, b)
+
+
+def routed_forward(x, W, routes, act):
+    """Each sample through its routed expert only: f_{m_i}(x_i) (3.1) and pre-activations z (n, P, J)."""
+    return _routed_forward(*_checks.routed_forward(x, W, routes, act))
+
+
+def routed_backward(x, z, routes, coef, M, act):
+    """Σ_{i: m_i = m} coef_i Σ_p σ'(z_{i,p,j}) x_i⁽ᵖ⁾ for each (m, j): the sum in (E.2), shape (M, J, d)."""
+    return _routed_backward(*_checks.routed_backward(x, z, routes, coef, M, act))
+
+
+def routed_step(x, W, routes, margin_scale, act):
+    """f (n,) and ∇_W of (3.3) by (E.2) for the logistic loss, in one pass (see `_routed_step`)."""
+    return _routed_step(*_checks.routed_step(x, W, routes, margin_scale, act))
+
+
+def softmax_gate(h, routes):
+    """π = softmax(h) row by row and g_i = π_{i, m_i}: the gate of Sec. 3.2."""
+    return _softmax_gate(*_checks.softmax_gate(h, routes))
+
+
+def dense_forward(x, W, act):
+    """Every expert on every sample, f_m(x_i) (3.1), shape (n, M)."""
+    return _dense_forward(*_checks.dense_forward(x, W, act))
+
+
+def perturbed_argmax(h, seed, noise_code, a, b):
+    """Top-1 routes argmax_m {h_{i,m} + r_{i,m}} for a batch h (n, M), noise r of stream `seed`."""
+    h, seed, noise_code, a, b = _checks.perturbed_argmax(h, seed, noise_code, a, b)
+    return _perturbed_argmax(h, _checks.numba_seed(seed), noise_code, a, b)
+
+
+def routing_counts(h, draws, seed, noise_code, a, b):
+    """How often each expert wins argmax_m {h_m + r_m} over `draws` noise draws for one h (M,)."""
+    h, draws, seed, noise_code, a, b = _checks.routing_counts(h, draws, seed, noise_code, a, b)
+    return _routing_counts(h, draws, _checks.numba_seed(seed), noise_code, a, b)

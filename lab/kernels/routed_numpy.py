@@ -1,7 +1,9 @@
 """Plain NumPy twins of the Numba kernels in `lab.kernels.routed`: same signatures, same results.
 
 The twins are the reference the kernels are tested against and benchmarked beside. They use
-the straightforward dense formulas of `lab.chen2022.model` and the same counter-based noise.
+the straightforward dense formulas of `lab.chen2022.model` and the same counter-based noise, and
+they check their arguments with the kernels' own checks (`lab.kernels._checks`), so a bad code,
+count, seed, shape or route raises the same error on both backends.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from lab.chen2022.model import (
     logistic_loss_derivative,
     routed_expert_outputs,
 )
+from lab.kernels import _checks
 from lab.kernels._shared import NOISE_CODES
 from lab.kernels.activations import ACTIVATIONS
 
@@ -44,7 +47,8 @@ def _mix(z: np.ndarray) -> np.ndarray:
 
 
 def stream_key(seed: int) -> np.uint64:
-    """Key of the noise stream for an integer seed (SplitMix64 of the seed)."""
+    """Key of the noise stream for an integer seed in [0, 2**64) (SplitMix64 of the seed)."""
+    seed = _checks.stream_key(seed)
     with np.errstate(over="ignore"):
         return _mix(np.uint64(seed) * _GOLDEN + _GOLDEN)
 
@@ -58,20 +62,20 @@ def _uniform01(key: np.uint64, index: np.ndarray) -> np.ndarray:
 
 def noise(key: np.uint64, index: np.ndarray, code: int, a: float, b: float) -> np.ndarray:
     """Twin of `kernels.noise`: draws `index` of stream `key`, uniform [a, b), N(0, a²) or Gumbel(0, a)."""
-    index = np.asarray(index, dtype=np.uint64)
+    key, index, code, a, b = _checks.noise(key, index, code, a, b)
+    key, index = np.uint64(key), index.astype(np.uint64)
     if code == 0:
         return a + (b - a) * _uniform01(key, index)
     if code == 1:
         u1 = _uniform01(key, np.uint64(2) * index)
         u2 = _uniform01(key, np.uint64(2) * index + np.uint64(1))
         return a * np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
-    if code == 2:
-        return -a * np.log(-np.log(_uniform01(key, index)))
-    raise ValueError(f"noise code must be 0, 1 or 2, got {code}")
+    return -a * np.log(-np.log(_uniform01(key, index)))
 
 
 def routed_forward(x, W, routes, act):
     """Twin of `kernels.routed_forward`: dense forward, then each sample's routed expert."""
+    x, W, routes, act = _checks.routed_forward(x, W, routes, act)
     name = _NAMES[act]
     M, J, d = W.shape
     z_all = (x @ W.reshape(M * J, d).T).reshape(x.shape[0], x.shape[1], M, J)
@@ -82,6 +86,7 @@ def routed_forward(x, W, routes, act):
 
 def routed_backward(x, z, routes, coef, M, act):
     """Twin of `kernels.routed_backward` (the sum in (E.2)), from the filters implied by z."""
+    x, z, routes, coef, M, act = _checks.routed_backward(x, z, routes, coef, M, act)
     _, sigma_prime = ACTIVATIONS[_NAMES[act]]
     grad = np.zeros((M, z.shape[2], x.shape[2]), dtype=x.dtype)
     for m in range(M):
@@ -92,11 +97,13 @@ def routed_backward(x, z, routes, coef, M, act):
 
 def dense_forward(x, W, act):
     """Twin of `kernels.dense_forward`: f_m(x_i) for all experts (3.1)."""
+    x, W, act = _checks.dense_forward(x, W, act)
     return expert_outputs(x, W, _NAMES[act])
 
 
 def perturbed_argmax(h, seed, noise_code, a, b):
     """Twin of `kernels.perturbed_argmax`: argmax_m {h_{i,m} + r_{i,m}} with the same noise."""
+    h, seed, noise_code, a, b = _checks.perturbed_argmax(h, seed, noise_code, a, b)
     n, M = h.shape
     r = noise(stream_key(seed), np.arange(n * M), noise_code, a, b).reshape(n, M)
     return np.argmax(h + r, axis=1)
@@ -104,6 +111,7 @@ def perturbed_argmax(h, seed, noise_code, a, b):
 
 def routing_counts(h, draws, seed, noise_code, a, b):
     """Twin of `kernels.routing_counts`: win counts of each expert over `draws` draws for one h."""
+    h, draws, seed, noise_code, a, b = _checks.routing_counts(h, draws, seed, noise_code, a, b)
     M = h.shape[0]
     r = noise(stream_key(seed), np.arange(draws * M), noise_code, a, b).reshape(draws, M)
     return np.bincount(np.argmax(h + r, axis=1), minlength=M)
@@ -111,6 +119,7 @@ def routing_counts(h, draws, seed, noise_code, a, b):
 
 def routed_step(x, W, routes, margin_scale, act):
     """Twin of `kernels.routed_step`: f, then ∇_W of (3.3) by (E.2) with `model.expert_gradient`."""
+    x, W, routes, margin_scale, act = _checks.routed_step(x, W, routes, margin_scale, act)
     name = _NAMES[act]
     f = routed_expert_outputs(x, W, routes, name)
     coef = logistic_loss_derivative(margin_scale * f) * margin_scale / x.shape[0]
@@ -119,5 +128,6 @@ def routed_step(x, W, routes, margin_scale, act):
 
 def softmax_gate(h, routes):
     """π = softmax(h) and the routed gate values g_i = π_{i, m_i}."""
+    h, routes = _checks.softmax_gate(h, routes)
     pi = gate_values(h)
     return pi[np.arange(h.shape[0]), routes], pi

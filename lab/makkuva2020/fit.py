@@ -38,6 +38,7 @@ import numpy as np
 from scipy import stats
 
 from lab import kernels
+from lab.core import validate
 from lab.makkuva2020.gated_regression import (
     GatedRegression,
     InputDistribution,
@@ -159,10 +160,16 @@ def sgd_l4(
     record_every: int = 50,
     backend: str = kernels.DEFAULT_BACKEND,
 ) -> Trajectory:
-    """Online minibatch SGD on L4 of eq. (6) (fresh batches of 1024 as in Sec. 4); `steps` counts batches."""
+    """Online minibatch SGD on L4 of eq. (6) (fresh batches of 1024 as in Sec. 4); `steps` counts batches.
+
+    Everything is checked before the first batch, the same way for both backends: the backend
+    name, lr, the counts, and A0 (k, d) real and finite with d the model's input dimension.
+    """
     backend = kernels.backend(backend).name  # a bad name fails before the first batch
     _check_lr(lr)
     _check_steps(steps=steps, batch=batch, record_every=record_every)
+    A0 = validate.array(A0, "A0", ndim=2, labels="(k, d)", nonempty=(0,))
+    validate.same_shape("A0", A0, (A0.shape[0], model.d), f"(k, d) with d = {model.d} from the model")
     A = np.array(A0, dtype=float)
     snaps, done = [A.copy()], [0.0]
     for t, (x, y) in enumerate(minibatches(model, inputs, rng, batch), start=1):

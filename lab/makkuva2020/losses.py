@@ -57,6 +57,7 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss, hermeval
 
 from lab import kernels
+from lab.core import validate
 from lab.kernels.activations import activation
 from lab.makkuva2020.gated_regression import (
     InputDistribution,
@@ -235,10 +236,31 @@ def sample_l4_gradient(
     reg: L4Regularisers,
     backend: str = kernels.DEFAULT_BACKEND,
 ) -> tuple[float, np.ndarray]:
-    """Empirical L4 of eq. (6) and its gradient in A (k, d) by `l4_gradient` of `kernels.backend(backend)`."""
+    """Empirical L4 of eq. (6) and its gradient in A (k, d) by `l4_gradient` of `kernels.backend(backend)`.
+
+    Checked first, the same way for both backends: A (k, d), x (n, d) and y (n,) real and finite
+    with k, d, n >= 1, `tr` an `OutputTransforms` with finite non-zero c, c', `reg` an
+    `L4Regularisers`. A float32 A gives a float32 gradient on both backends.
+    """
     l4_gradient = kernels.backend(backend).l4_gradient
+    A, x, y = _l4_inputs(A, x, y, tr, reg)
     value, grad = l4_gradient(A, x, tr.Q4(y), tr.Q2(y), tr.c, tr.c_prime, reg.mu, reg.lam, reg.delta)
     return float(value), grad
+
+
+def _l4_inputs(A, x, y, tr, reg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arguments of `sample_l4_gradient`, checked (`lab.core.validate`) before any backend runs."""
+    validate.instance(tr, "tr", OutputTransforms)
+    validate.instance(reg, "reg", L4Regularisers)
+    for name in ("c", "c_prime"):
+        if validate.real(getattr(tr, name), f"tr.{name}") == 0.0:
+            raise ValueError(f"tr.{name} must be a finite non-zero number, got 0.0")
+    A = validate.array(A, "A", ndim=2, labels="(k, d)", nonempty=(0, 1))
+    x = validate.array(x, "x", ndim=2, labels="(n, d)", nonempty=(0,))
+    validate.same_shape("x", x, (x.shape[0], A.shape[1]), f"(n, d) with d = {A.shape[1]} from A")
+    y = validate.array(y, "y", ndim=1, labels="(n,)")
+    validate.same_shape("y", y, (x.shape[0],), "(n,) with n = len(x)")
+    return A, x, y
 
 
 def _population_parts(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray):

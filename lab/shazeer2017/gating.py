@@ -28,9 +28,12 @@ linear router (e.g. the router h = Θᵀ Σ_p x⁽ᵖ⁾ of Chen et al. with H =
 `*_and_gradients` functions add the chain rule to ∇W_g and ∇W_noise (`router_gradients`).
 
 All NumPy functions here accept complex input (selections use real parts), so gradients can be
-checked by complex step. `gate_and_load` and `top_k_membership_counts` validate their arguments
-and run the kernels of `lab.kernels.gating` or their NumPy twins in `lab.kernels.gating_numpy`,
-which are the formulas of this module.
+checked by complex step. `gate_and_load` and `top_k_membership_counts` run on a backend: the
+kernels of `lab.kernels.gating` or their NumPy twins in `lab.kernels.gating_numpy`, which are the
+formulas of this module. They validate their arguments first, the same way for both backends
+(`lab.core.validate`): real finite (n, M) arrays with M >= 1 (no complex input: the kernels are
+real), k in [1, M], raw_noise > -745 (Softplus > 0) and scale > 0, draws >= 1, seeds in
+[0, 2**64), resample_all a bool.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ import numpy as np
 from scipy import special
 
 from lab import kernels
+from lab.core import validate
+from lab.core.errors import InputError
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -355,11 +360,24 @@ def gate_and_load(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gate G (n, M) and smooth load P (n, M) from clean logits, raw noise logits and ξ (all (n, M))."""
     lib = kernels.backend(backend)
-    clean = _logits(clean, "clean", ndim=2)
-    raw_noise = _logits(raw_noise, "raw_noise", ndim=2)
-    xi = _logits(xi, "xi", ndim=2)
-    _same_shape(clean, raw_noise=raw_noise, xi=xi)
+    clean, raw_noise, xi = _real_logits(clean=clean, raw_noise=raw_noise, xi=xi)
+    if raw_noise.size and np.min(raw_noise) <= _SOFTPLUS_UNDERFLOW:
+        raise InputError(
+            f"raw_noise must be > {_SOFTPLUS_UNDERFLOW} (below it the noise scale Softplus(raw_noise) "
+            f"underflows to 0; the authors' code adds 1e-2 to the scale), got {float(np.min(raw_noise))}"
+        )
     return lib.noisy_top_k_gate_and_load(clean, raw_noise, xi, _top_k(k, clean.shape[1]))
+
+
+def _real_logits(**arrays) -> list[np.ndarray]:
+    """Real finite (n, M) arrays of one shape, M >= 1, for the backends (`lab.core.validate`)."""
+    (first, value), *rest = arrays.items()
+    out = [validate.array(value, first, ndim=2, labels="(n, M)", nonempty=(1,))]
+    for name, value in rest:
+        a = validate.array(value, name, ndim=2, labels="(n, M)")
+        _same_shape(out[0], **{name: a})
+        out.append(a)
+    return out
 
 
 def top_k_membership_counts(
@@ -378,15 +396,11 @@ def top_k_membership_counts(
     resample_all True redraws every ξ_j: for k = 1, counts/draws estimates Lemma C.1's p_i.
     """
     lib = kernels.backend(backend)
-    clean = _logits(clean, "clean", ndim=2)
-    scale = _scale(_logits(scale, "scale", ndim=2))
-    xi = _logits(xi, "xi", ndim=2)
-    _same_shape(clean, scale=scale, xi=xi)
-    if clean.dtype.kind == "c" or scale.dtype.kind == "c" or xi.dtype.kind == "c":
-        raise TypeError("clean, scale and xi must be real for the Monte Carlo")
+    clean, scale, xi = _real_logits(clean=clean, scale=scale, xi=xi)
+    if scale.size and np.min(scale) <= 0:
+        raise InputError(f"scale must be > 0 (the noise scale s of H = c + s ξ), got {float(np.min(scale))}")
     k = _top_k(k, clean.shape[1])
-    if isinstance(draws, bool) or not isinstance(draws, int | np.integer) or draws < 1:
-        raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    return lib.top_k_membership_counts(clean, scale, xi, k, int(draws), int(seed), bool(resample_all))
+    draws = validate.integer(draws, "draws", low=1)
+    seed = validate.seed(seed)
+    resample_all = validate.flag(resample_all, "resample_all")
+    return lib.top_k_membership_counts(clean, scale, xi, k, draws, seed, resample_all)

@@ -316,9 +316,30 @@ def test_membership_frequencies_with_all_noise_resampled_sum_to_k():
     assert np.all(np.abs(counts.sum(axis=1) - 2 * 40_000) < 5 * sd)
 
 
-@pytest.mark.parametrize("bad", [{"draws": 0}, {"draws": 2.5}, {"seed": -1}])
-def test_membership_arguments_are_validated(bad):
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        ({"draws": 0}, ValueError),
+        ({"draws": 2.5}, TypeError),
+        ({"seed": -1}, ValueError),
+        ({"seed": 2**64}, ValueError),
+        ({"seed": 1.0}, TypeError),
+        ({"resample_all": 1}, TypeError),
+    ],
+)
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_membership_arguments_are_validated(bad, error, backend):
     z = np.zeros((1, 3))
     args = {"draws": 10, "seed": 0} | bad
-    with pytest.raises(ValueError, match=next(iter(bad))):
-        gating.top_k_membership_counts(z, np.ones((1, 3)), z, 1, **args)
+    with pytest.raises(error, match=next(iter(bad))):
+        gating.top_k_membership_counts(z, np.ones((1, 3)), z, 1, **args, backend=backend)
+
+
+@pytest.mark.parametrize("seed", [2**63 - 1, 2**63, 2**64 - 1, np.uint64(2**64 - 1)])
+def test_membership_seeds_cover_64_bits_on_both_backends(seed):
+    rng = np.random.default_rng(16)
+    clean, xi = rng.normal(size=(2, 4)), rng.normal(size=(2, 4))
+    args = (clean, np.ones((2, 4)), xi, 2, 300, seed, True)
+    counts = gating.top_k_membership_counts(*args, backend="numba")
+    np.testing.assert_array_equal(counts, gating.top_k_membership_counts(*args, backend="numpy"))
+    assert np.all((0 <= counts) & (counts <= 300)) and counts.sum() > 0
