@@ -183,7 +183,7 @@ def array(
 def same_shape(name: str, a: np.ndarray, shape: tuple[int, ...], labels: str | None = None) -> None:
     """InputError unless a.shape == shape; `labels` (e.g. "(n,) with n = len(x)") explains the shape."""
     if a.shape != tuple(shape):
-        what = f"{labels} = {tuple(shape)}" if labels else f"{tuple(shape)}"
+        what = f"{labels}, i.e. {tuple(shape)}" if labels else f"{tuple(shape)}"
         raise InputError(f"{name} must have shape {what}, got shape {a.shape}")
 
 
