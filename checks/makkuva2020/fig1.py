@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from checks.makkuva2020.assumptions import ASSUMPTIONS, EPS_REC, LEVEL, one_blas_thread
-from lab.core.records import Record
+from lab.core.records import Record, lower_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson, normal_mean
 from lab.makkuva2020 import fig1 as makkuva_fig1
@@ -134,9 +134,16 @@ def _d3_records(run, config, params, rng) -> list[Record]:
     return [premise, little_o, control]
 
 
+D4_RATE_SOURCE = (
+    "rate > 0: Fig. 1 (5 trials) shows l2-SGD and EM stuck in local optima but gives no frequency, so one "
+    "init where the baseline ends stuck and L4 + L_log recovers witnesses the claim. L4's own recovery "
+    "from random inits is typical, not certain (D2 measures its rate at these settings), so it is "
+    "required in the witness init only; L_log's convergence is D3"
+)
 D4_LOGIC = (
-    f"holds iff L4 + L_log recovers (E_reg, E_gating <= {EPS_REC}) in every init and the baseline ends "
-    f"unrecovered (E_reg or E_gating > {EPS_REC}) in at least one: a witness of a bad local optimum"
+    f"holds iff the {LEVEL:.0%} Clopper-Pearson interval of the witness rate excludes 0, i.e. in at least "
+    f"one init L4 + L_log recovers (E_reg, E_gating <= {EPS_REC}) and the baseline ends unrecovered "
+    f"(E_reg or E_gating > {EPS_REC}) from the same init: a bad local optimum the paper's method escapes"
 )
 
 
@@ -145,16 +152,34 @@ def _recovered(method) -> bool:
     return method.e_reg <= EPS_REC and method.e_gating <= EPS_REC
 
 
+def _witnesses(runs, key: str) -> list[bool]:
+    """Per init: L4 + L_log recovers and the baseline `key` ("l2" or "em") does not (same init)."""
+    return [_recovered(r.ours) and not _recovered(getattr(r, key)) for r in runs]
+
+
+def _witness_record(runs, key: str, **fields) -> Record:
+    """The lab's reading of Fig. 1 (D4_LOGIC) against the baseline `key`, from the witness rate's interval."""
+    found = _witnesses(runs, key)
+    return lower_bound_record(
+        claim="D4",
+        measured=sum(found) / len(runs),
+        bound=0.0,
+        ci=clopper_pearson(sum(found), len(runs), LEVEL),
+        strict=True,
+        **fields,
+    )
+
+
 def _fig1_holds(runs, key: str) -> bool:
-    """The lab's reading of Fig. 1 (D4_LOGIC) for the baseline `key` ("l2" or "em")."""
-    return all(_recovered(r.ours) for r in runs) and not all(_recovered(getattr(r, key)) for r in runs)
+    """The lab's reading of Fig. 1 (D4_LOGIC) for the baseline `key`."""
+    return _witness_record(runs, key, statement="", kind="premise", params={}).verdict == "holds"
 
 
 def _d4_records(runs, params) -> list[Record]:
-    """Fig. 1 as the lab reads it: ours recovers in every init and the baseline is stuck in at least one."""
+    """Fig. 1 as the lab reads it: an init where the baseline is stuck and L4 + L_log recovers (rate > 0)."""
+    params = {**params, "verdict": D4_LOGIC, "stated_rate": "> 0", "rate_source": D4_RATE_SOURCE}
     records = []
     for key, name in (("l2", "l2-SGD"), ("em", "EM")):
-        stuck = [not _recovered(getattr(r, key)) for r in runs]
         diff = np.array(
             [[getattr(r, key).e_reg - r.ours.e_reg, getattr(r, key).e_gating - r.ours.e_gating] for r in runs]
         )
@@ -166,6 +191,8 @@ def _d4_records(runs, params) -> list[Record]:
                 }
                 for r in runs
             ],
+            "ours_recovered": sum(_recovered(r.ours) for r in runs),
+            f"{key}_recovered": sum(_recovered(getattr(r, key)) for r in runs),
             "mean_ours": [np.mean([r.ours.e_reg for r in runs]), np.mean([r.ours.e_gating for r in runs])],
             f"mean_{key}": [
                 np.mean([getattr(r, key).e_reg for r in runs]),
@@ -175,15 +202,12 @@ def _d4_records(runs, params) -> list[Record]:
         if len(runs) >= 2:
             extra["paired_mean_diff_ci_reg_gating"] = [normal_mean(diff[:, j], LEVEL) for j in (0, 1)]
         records.append(
-            Record(
-                claim="D4",
+            _witness_record(
+                runs,
+                key,
                 statement=f"Fig. 1: {name} gets stuck where L4 + L_log recovers A* and W* (same inits)",
                 kind="premise",
-                params={**params, "verdict": D4_LOGIC},
-                measured=float(np.mean(stuck)),
-                bound=0.0,
-                ci=clopper_pearson(int(sum(stuck)), len(runs), LEVEL),
-                verdict="holds" if _fig1_holds(runs, key) else "violated",
+                params=params,
                 finding=(
                     None
                     if key != "em"
@@ -192,7 +216,8 @@ def _d4_records(runs, params) -> list[Record]:
                     "Fig. 1's stuck EM does not reproduce"
                 ),
                 extra=extra,
-                note="measured: fraction of inits where the baseline ends unrecovered (CI: Clopper-Pearson)",
+                note="measured: fraction of inits where L4 + L_log recovers and the baseline ends "
+                "unrecovered (CI: Clopper-Pearson)",
             )
         )
     return records
@@ -217,24 +242,22 @@ def _d4_control(runs, config, params, rng) -> Record:
         gating = np.array([gating_error(w, model.W, perm) for w in path])
         ours = replace(run.ours, e_reg=e_reg, e_gating=gating[-1], curve_gating=gating)
         mutated.append(replace(run, ours=ours))
-    recovered = sum(_recovered(r.ours) for r in mutated)
-    return Record(
-        claim="D4",
+    return _witness_record(
+        mutated,
+        "l2",
         statement="Fig. 1 rule vs l2-SGD with L_log fed row 1 of the L4 estimate negated: must not hold",
         kind="negative-control",
         params={
             **params,
             "verdict": D4_LOGIC,
+            "stated_rate": "> 0",
             "mutation": "a_1 -> -a_1 in A-hat after sign resolution (L_log's expert 1 has the wrong sign)",
         },
-        measured=recovered / len(runs),
-        bound=1.0,
-        ci=clopper_pearson(recovered, len(runs), LEVEL),
-        verdict="holds" if _fig1_holds(mutated, "l2") else "violated",
         extra={
+            "mutated_recovered": sum(_recovered(r.ours) for r in mutated),
             "e_gating_mutated": [r.ours.e_gating for r in mutated],
             "e_gating_ours": [r.ours.e_gating for r in runs],
             "e_reg_mutated (sign-blind, = ours)": [r.ours.e_reg for r in mutated],
         },
-        note="measured: fraction of inits where the mutated L4 + L_log recovers (the rule needs all)",
+        note="measured: fraction of inits where the mutated L4 + L_log recovers and l2-SGD ends unrecovered",
     )

@@ -12,6 +12,7 @@ import numpy as np
 from scipy import stats
 
 from checks.makkuva2020.assumptions import ASSUMPTIONS, EPS_REC, LEVEL, REG, SGD_LR, one_blas_thread
+from checks.makkuva2020.rates import rate_record, run_instances
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson, normal_mean
@@ -36,6 +37,12 @@ from lab.makkuva2020.losses import (
 )
 
 GD_STEPS = 1000
+# Reps of the regressor-along-w* control at the largest n. Its gap is about -0.29 with a per-rep sd of
+# about 0.14 at n = 10^5 (measured over 40 reps); with the premise's 6 reps the 99% t-interval's
+# half-width (4.03 sd / sqrt 6 = 0.23) is close to the gap, and at seeds 6 and 7 it covered 0 (MISSED).
+# 24 reps bring the expected half-width to 0.08 (2.81 sd / sqrt 24), under a third of the gap. At the
+# full tier n = 10^6 already gives a half-width of about 0.04 with 12 reps.
+CONTROL_REPS = {"quick": 24, "full": 12}
 
 
 # ---------------------------------------------------------------- D1: sample L4 → eq. (7)
@@ -135,8 +142,9 @@ def check_d1(seed: int, tier: str) -> list[Record]:
         _gap_record(
             "negative-control",
             "eq. (7) with a regressor along w* (a_1* = w_1*): gap must be detected",
-            {**params, "n": n_max, "a_1": "w_1*"},
-            _l4_gaps(bent, gauss, A_bent, n_max, reps, rng, [hermite])[0],
+            {**params, "n": n_max, "a_1": "w_1*", "reps": CONTROL_REPS[tier]},
+            _l4_gaps(bent, gauss, A_bent, n_max, CONTROL_REPS[tier], rng, [hermite])[0],
+            note="reps sized so the 99% CI's expected half-width is under a third of the gap (~ -0.29)",
         )
     )
     mixture = GaussianMixtureInput(np.ones(10) / math.sqrt(10), 0.3)
@@ -245,6 +253,27 @@ def _landscape(reg, inits, k_values, rng):
     return bad, sosp, per_k
 
 
+def _sgd_runs(reg, runs_per_k, steps, rng, curtail: bool = False) -> list[dict]:
+    """Online SGD on eq. (6) from random inits, k = 2 and 3 in turn, `runs_per_k` each; with curtail it
+    stops once the recovery-rate rule over all 2·runs_per_k runs is decided (checks.makkuva2020.rates)."""
+    tr = output_transforms(0.05)
+    ks = [2, 3] * runs_per_k
+    runs: list[dict] = []
+
+    def run(i: int) -> bool:
+        model = paper_model(ks[i])
+        pi = expected_gates(model.W, GaussianInput(10))
+        A0, _ = init_params(ks[i], 10, rng)
+        A_end = sgd_l4(A0, model, GaussianInput(10), tr, reg, rng, lr=SGD_LR, steps=steps).A[-1]
+        report = _end_point_report(A_end[None], model.A, pi, reg)[0]
+        runs.append({"k": ks[i], **{key: report[key] for key in ("e_reg", "grad", "lam_min")}})
+        runs[-1]["recovered"] = report["e_reg"] <= EPS_REC
+        return runs[-1]["recovered"]
+
+    run_instances(run, len(ks), curtail=curtail)
+    return runs
+
+
 @register("D2", name="checks.makkuva.check_d2")
 @one_blas_thread
 def check_d2(seed: int, tier: str) -> list[Record]:
@@ -252,7 +281,9 @@ def check_d2(seed: int, tier: str) -> list[Record]:
     rng = np.random.default_rng(seed)
     inits = 30 if tier == "quick" else 200
     steps = 1200 if tier == "quick" else 2000
-    sgd_runs = 1 if tier == "quick" else 3
+    # per k; n = 12 runs tolerate one failure (rates.py). Quick tier, seeds 0-19: 240 of 240 recovered,
+    # but Fig. 1's identical L4 stage (k = 3) ended at E_reg 0.052 once in 60 runs (seed 4).
+    sgd_runs = 6 if tier == "quick" else 8
     params = {
         **ASSUMPTIONS,
         "k": [2, 3],
@@ -285,20 +316,12 @@ def check_d2(seed: int, tier: str) -> list[Record]:
             extra={"per_k": per_k, "sosp_found": sosp},
         )
     ]
-    sgd = []
-    tr = output_transforms(0.05)
-    for k in (2, 3):
-        model = paper_model(k)
-        pi = expected_gates(model.W, GaussianInput(10))
-        for _ in range(sgd_runs):
-            A0, _ = init_params(k, 10, rng)
-            A_end = sgd_l4(A0, model, GaussianInput(10), tr, REG, rng, lr=SGD_LR, steps=steps).A[-1]
-            report = _end_point_report(A_end[None], model.A, pi, REG)[0]
-            sgd.append({"k": k, **{key: report[key] for key in ("e_reg", "grad", "lam_min")}})
+    sgd = _sgd_runs(REG, sgd_runs, steps, rng)
     records.append(
-        upper_bound_record(
+        rate_record(
             claim="D2",
-            statement=f"SGD on eq. (6) (batch 1024) from random inits recovers A* (E_reg <= {EPS_REC})",
+            statement=f"SGD on eq. (6) (batch 1024) from random inits recovers A* (E_reg <= {EPS_REC}): "
+            "recovery rate >= 1/2",
             kind="premise",
             params={
                 **params,
@@ -306,11 +329,13 @@ def check_d2(seed: int, tier: str) -> list[Record]:
                 "schedule": "lr/4 after half",
                 "sgd_steps": steps,
                 "sgd_runs_per_k": sgd_runs,
+                "instance": "k in {2, 3}, random init, fresh SGD stream",
             },
-            measured=max(r["e_reg"] for r in sgd),
-            bound=EPS_REC,
-            extra={"runs": sgd},
-            note="grad / lam_min: population eq. (7) at the SGD end point",
+            outcomes=[r["recovered"] for r in sgd],
+            planned=2 * sgd_runs,
+            extra={"runs": sgd, "max_e_reg": max(r["e_reg"] for r in sgd)},
+            note="grad / lam_min: population eq. (7) at the SGD end point; the same L4 stage as Fig. 1's "
+            "(k = 3), where one quick-tier run in 60 ended at E_reg 0.052 (seed 4)",
         )
     )
     mild = _landscape(L4Regularisers(-0.5, REG.lam, REG.delta), inits, (2, 3), rng)

@@ -129,3 +129,37 @@ def upper_bound_record(
         slack=slack_ratio(bound, measured),
         **fields,
     )
+
+
+def lower_bound_record(
+    *,
+    claim: str,
+    statement: str,
+    kind: str,
+    params: dict[str, Any],
+    measured: float,
+    bound: float,
+    ci: tuple[float, float] | None = None,
+    strict: bool = False,
+    **fields: Any,
+) -> Record:
+    """Record for a claim `measured ≥ bound` (`> bound` if strict); with a CI its lower end decides.
+
+    The mirror of `upper_bound_record`, e.g. a success rate whose Clopper–Pearson interval must lie
+    at or above a stated rate. Slack is measured ÷ bound (> 1: room above the bound), None if bound ≤ 0.
+    """
+    low = ci[0] if ci is not None else measured
+    holds = low > bound if strict else low >= bound
+    slack = measured / bound if bound > 0 else None
+    return Record(
+        claim=claim,
+        statement=statement,
+        kind=kind,
+        params=params,
+        measured=measured,
+        bound=bound,
+        ci=ci,
+        verdict="holds" if holds else "violated",
+        slack=slack,
+        **fields,
+    )

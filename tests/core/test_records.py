@@ -5,7 +5,7 @@ import json
 import pytest
 
 from lab.core.io import write_json_atomic
-from lab.core.records import Record, upper_bound_record
+from lab.core.records import Record, lower_bound_record, upper_bound_record
 
 
 def _record(**kw):
@@ -52,6 +52,20 @@ def test_upper_bound_uses_ci_upper_end():
         claim="X", statement="s", kind="premise", params={}, measured=0.1, bound=0.2, ci=(0.05, 0.25)
     )
     assert wide.verdict == "violated"
+
+
+def test_lower_bound_uses_ci_lower_end():
+    """A rate of 0.9 holds against 0.5 only if its interval lies at or above 0.5; strict excludes equality."""
+    record = lambda **kw: lower_bound_record(claim="X", statement="s", kind="premise", params={}, **kw)  # noqa: E731
+    inside = record(measured=0.9, bound=0.5, ci=(0.6, 0.99))
+    assert inside.verdict == "holds" and inside.slack == pytest.approx(1.8)
+    assert record(measured=0.9, bound=0.5, ci=(0.4, 0.99)).verdict == "violated"
+    assert record(measured=0.4, bound=0.5).verdict == "violated"
+    assert record(measured=0.5, bound=0.5).verdict == "holds"
+    assert record(measured=0.5, bound=0.5, strict=True).verdict == "violated"
+    zero = record(measured=0.0, bound=0.0, ci=(0.0, 0.8), strict=True)
+    assert zero.verdict == "violated" and zero.slack is None
+    assert record(measured=1 / 3, bound=0.0, ci=(0.002, 0.9), strict=True).verdict == "holds"
 
 
 def test_json_roundtrip_and_atomic_write(tmp_path):

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
-from checks.makkuva2020 import l4_landscape
-from checks.makkuva2020.assumptions import REG
+from checks.makkuva2020 import l4_landscape, rates
+from checks.makkuva2020.assumptions import EPS_REC, REG
+from lab.core.registry import derived_seed
+from lab.makkuva2020.losses import L4Regularisers
 
 
 @pytest.mark.parametrize(
@@ -29,3 +31,41 @@ def test_d1_gap_record_detects_a_shifted_limit():
     assert record("premise", "s", {}, noise - noise.mean()).verdict == "holds"
     assert record("premise", "s", {}, noise + 5.0).verdict == "violated"
     assert record("premise", "s", {}, noise - noise.mean(), also=False).verdict == "violated"
+
+
+def test_d1_along_w_control_has_the_power_it_lacked(makkuva_records):
+    """24 reps at n = 10^5: the CI half-width is well under the gap (about -0.29)."""
+    control = makkuva_records("D1")[2]
+    assert control.params["reps"] == l4_landscape.CONTROL_REPS["quick"] == 24
+    assert control.ci[1] < 0.0 and (control.ci[1] - control.ci[0]) / 2 < abs(control.measured) / 2
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_d1_along_w_control_detected_at_the_seeds_it_missed(seed):
+    """At base seeds 6 and 7 the 6-rep control covered 0 (gap -0.26, -0.36); now it is detected."""
+    records = l4_landscape.check_d1(derived_seed(seed, "checks.makkuva.check_d1"), "quick")
+    assert records[2].outcome == "detected" and all(r.ok for r in records)
+
+
+def test_d2_sgd_recovery_is_a_rate(makkuva_records):
+    sgd = makkuva_records("D2")[1]
+    assert sgd.params["instances"] == sgd.params["planned_instances"] == 12
+    assert sgd.bound == 0.5 and sgd.ci[0] >= 0.5 and len(sgd.extra["runs"]) == 12
+    assert {r["k"] for r in sgd.extra["runs"]} == {2, 3}
+
+
+def test_d2_sgd_rate_rule_fails_with_the_wrong_sign_mu():
+    """The SGD-rate premise broken: with mu = -2 SGD ends at spurious points (E_reg about 0.3-0.4)."""
+    runs = l4_landscape._sgd_runs(
+        L4Regularisers(-2.0, REG.lam, REG.delta), 6, 1200, np.random.default_rng(3), True
+    )
+    record = rates.rate_record(
+        claim="D2",
+        statement="s",
+        kind="negative-control",
+        params={},
+        outcomes=[r["recovered"] for r in runs],
+        planned=12,
+    )
+    assert record.verdict == "violated" and record.ok
+    assert len(runs) == 12 - rates.successes_needed(12) + 1 and min(r["e_reg"] for r in runs) > 2 * EPS_REC
