@@ -14,12 +14,16 @@ def _install(session: nox.Session, extras: str = "test") -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Every test (checks under the `ci` Hypothesis profile, benchmarks once as plain tests).
-
-    A quicker loop skips the tests marked slow (over about 10 s each): `nox -s tests -- -m "not slow"`.
-    """
+    """The CI tier: every test not marked slow (checks under the `ci` Hypothesis profile, benchmarks once)."""
     _install(session, "test,dask")
-    session.run("pytest", "--benchmark-disable", *session.posargs)
+    session.run("pytest", "--benchmark-disable", "-m", "not slow", *session.posargs)
+
+
+@nox.session(default=False)
+def slow(session: nox.Session) -> None:
+    """The tests marked slow (over about 10 s each, e.g. verdicts over seeds 0-19): tens of minutes."""
+    _install(session, "test,dask")
+    session.run("pytest", "--benchmark-disable", "-m", "slow", *session.posargs)
 
 
 @nox.session

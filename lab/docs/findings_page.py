@@ -118,8 +118,9 @@ def _makkuva_details(results: Results) -> list[str]:
         )
         if mixture is not None:
             sentence += (
-                f" L4 still recovers the regressors under the mixture of Sec. 4.1, with a bias floor: the "
-                f"largest E_reg over p is {num(mixture['measured'])}."
+                " L4 still recovers the regressors under the mixture of Sec. 4.1 in most instances, with a "
+                f"bias floor: the recovery rate is {measured(mixture)} at 99 %, and "
+                f"the largest E_reg over the instances is {num(extra(mixture, 'max_e_reg'))}."
             )
         out.append(sentence)
     q4 = record(results, "D1", contains="Q4")
@@ -131,10 +132,10 @@ def _makkuva_details(results: Results) -> list[str]:
             f"exactly {num(q4_mix['measured'])}."
         )
     out.append(
-        "**Not every seed.** The relaxed-assumption recovery of Sec. 4.1 (D5) and Fig. 1's reading (D4) "
-        "hold at the committed seed but not at every seed: recovery in the relaxed settings is typical, "
-        "not certain. Measure it over seeds with\n\n```bash\nfor s in 0 1 2 3 4 5 6 7 8 9; do "
-        'python -m lab verify --only D4,D5 --seed "$s"; done\n```'
+        "**Typical, not certain.** Recovery in the relaxed settings of Sec. 4.1 (D5) and by SGD on L4 "
+        "(D2) fails in some random instances, so those premises are rates over instances with a 99% "
+        'Clopper–Pearson interval, judged against the rate 1/2 ("typically recovers"; the paper gives '
+        "no frequency). Their verdicts are the same at every base seed 0–19 (a slow test checks it)."
     )
     return out
 

@@ -72,7 +72,6 @@ def test_single_expert_check_detects_weak_feature_noise():
     assert math.isfinite(record.ci[0])
 
 
-@pytest.mark.slow
 def test_single_expert_check_holds_for_a_trained_relu_cnn_and_refuses_one_at_chance():
     """B3 premise: a ReLU CNN read out a_j = ±1 learns (above chance) and stays ≤ 87.5 % on setting 3.
     Control: (3.1)'s plain sum of ReLU filters is ≥ 0 (one class for every x): not-applicable."""
