@@ -1,16 +1,18 @@
-"""lab.makkuva2020.fig1's replication target without the optional plots extra: reports, no figure."""
+"""lab.makkuva2020.fig1's `makkuva-fig1` replication target: table, PNG and JSON, and without matplotlib."""
 
 import json
 from dataclasses import replace
+
+import pytest
 
 from lab.cli.main import main
 from lab.core import plots
 from lab.makkuva2020 import fig1
 
 
-def test_without_matplotlib_the_json_and_table_are_written_and_the_figure_skipped(
-    tmp_path, monkeypatch, capsys
-):
+@pytest.fixture
+def replicate_tiny(tmp_path, monkeypatch):
+    """`python -m lab replicate makkuva-fig1` at a shrunken quick tier; returns (exit code, out, json)."""
     tiny = replace(
         fig1.TIER_CONFIGS["quick"],
         sgd_steps=40,
@@ -22,21 +24,32 @@ def test_without_matplotlib_the_json_and_table_are_written_and_the_figure_skippe
         record_every=20,
     )
     monkeypatch.setitem(fig1.TIER_CONFIGS, "quick", tiny)
-    monkeypatch.setattr(plots, "available", lambda: False)
     out, js = tmp_path / "out", tmp_path / "fig1.json"
-    argv = [
-        "replicate",
-        "makkuva-fig1",
-        "--tier",
-        "quick",
-        "--seeds",
-        "2",
-        "--out",
-        str(out),
-        "--json",
-        str(js),
-    ]
-    assert main(argv) == 0
+
+    def run(*extra: str) -> tuple[int, object, object]:
+        argv = ["replicate", "makkuva-fig1", "--tier", "quick", "--seeds", "2", "--out", str(out)]
+        return main([*argv, "--json", str(js), *extra]), out, js
+
+    return run
+
+
+def test_fig1_replication_writes_table_png_and_json(replicate_tiny):
+    code, out, js = replicate_tiny("--quiet")
+    assert code == 0
+    table = (out / "makkuva_fig1.md").read_text()
+    assert "Paper's claim" in table and "Lab's reading" in table and "| mean |" in table
+    assert (out / "makkuva_fig1.png").read_bytes()[:4] == b"\x89PNG"
+    payload = json.loads(js.read_text())
+    assert payload["target"] == "makkuva-fig1" and len(payload["runs"]) == 2
+    assert main(["replicate", "makkuva-fig1", "--seeds", "1", "--out", str(out), "--quiet"]) == 2
+
+
+def test_without_matplotlib_the_json_and_table_are_written_and_the_figure_skipped(
+    replicate_tiny, monkeypatch, capsys
+):
+    monkeypatch.setattr(plots, "available", lambda: False)
+    code, out, js = replicate_tiny()
+    assert code == 0
     assert (out / "makkuva_fig1.md").exists() and len(json.loads(js.read_text())["runs"]) == 2
     assert not (out / "makkuva_fig1.png").exists()
     assert capsys.readouterr().err.count('pip install "moe-lab[plots]"') == 1
