@@ -43,7 +43,8 @@ def nonnegative_int(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every registered command, or of the command `only` alone (loads fewer plugins)."""
     parser = _Parser(
         prog="python -m lab",
         description="moe-lab: executable checks of mixture-of-experts theory.",
@@ -52,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, command in sorted(registry.commands().items()):
+    found = registry.find("command", only) if only else None
+    chosen = {only: found} if found is not None else registry.commands()
+    for name, command in sorted(chosen.items()):
         parser_ = sub.add_parser(name, help=command.help)
         parser_.set_defaults(run=command.configure(parser_))
     return parser
@@ -79,8 +82,8 @@ def _say(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; exit 0 ok, 1 a claim failed, 2 bad arguments or input, 3 a bug, 130 interrupted."""
     try:
-        registry.load_plugins()
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
         return args.run(args)
     except (UsageError, InputError) as exc:
         _say(f"error: {exc}")

@@ -4,8 +4,10 @@ A declaration is attached to the function it describes by a decorator (`register
 `register_replication`, `register_command`, `lab.sweeps.tasks.register_task`) and does nothing
 else: importing a module registers nothing. `load_plugins` imports every module advertised in the
 `moe_lab.plugins` entry-point group (a package is walked whole) and collects the declarations it
-finds there. Every declaration has an explicit name; a check's seed derives from that name alone,
-so moving or renaming its code never changes a number.
+finds there. `find` loads the plugins one at a time, the lab's machinery first (`LIGHT_PLUGINS`, which
+import no science), and stops at the first that declares the name asked for, so
+`python -m lab sweep status` never imports the science it does not run. Every declaration has an explicit name; a check's seed derives from
+that name alone, so moving or renaming its code never changes a number.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pkgutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 from typing import Any
 
@@ -119,7 +121,10 @@ def register_replication(name: str, help: str) -> Callable:
     return lambda run: declare(Replication(name, help, run))(run)
 
 
-_REGISTRY: dict[str, dict[str, Declaration]] | None = None
+KINDS = ("check", "command", "replication", "task")
+LIGHT_PLUGINS = ("cli", "sweeps")  # searched first by `find`: commands and sweep-task declarations
+_REGISTRY: dict[str, dict[str, Declaration]] = {k: {} for k in KINDS}
+_LOADED: set[str] = set()  # the entry points whose declarations are in _REGISTRY
 
 
 def _declarations(module: ModuleType) -> Iterator[Declaration]:
@@ -141,9 +146,11 @@ def _modules(root: ModuleType) -> Iterator[ModuleType]:
             yield importlib.import_module(info.name)
 
 
-def collect(modules: Iterable[ModuleType]) -> dict[str, dict[str, Declaration]]:
-    """The declarations found in `modules` (and their subpackages), by kind and name."""
-    found: dict[str, dict[str, Declaration]] = {k: {} for k in ("check", "command", "replication", "task")}
+def collect(
+    modules: Iterable[ModuleType], found: dict[str, dict[str, Declaration]] | None = None
+) -> dict[str, dict[str, Declaration]]:
+    """The declarations found in `modules` (and their subpackages) added to `found`, by kind and name."""
+    found = {k: {} for k in KINDS} if found is None else found
     for root in modules:
         for module in _modules(root):
             for item in _declarations(module):
@@ -154,12 +161,28 @@ def collect(modules: Iterable[ModuleType]) -> dict[str, dict[str, Declaration]]:
     return found
 
 
-def load_plugins() -> dict[str, dict[str, Declaration]]:
-    """Fill the registries once from the `moe_lab.plugins` entry points; returns them by kind."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        _REGISTRY = collect(entry.load() for entry in entry_points(group=PLUGIN_GROUP))
+def _load(entries: Iterable[EntryPoint]) -> dict[str, dict[str, Declaration]]:
+    """Collect the declarations of `entries` not loaded yet into the registries; returns them."""
+    for entry in entries:
+        if entry.name not in _LOADED:
+            collect([entry.load()], _REGISTRY)
+            _LOADED.add(entry.name)
     return _REGISTRY
+
+
+def load_plugins() -> dict[str, dict[str, Declaration]]:
+    """Fill the registries once from every `moe_lab.plugins` entry point; returns them by kind."""
+    return _load(entry_points(group=PLUGIN_GROUP))
+
+
+def find(kind: str, name: str) -> Any | None:
+    """The declaration of `kind` called `name`, loading plugins (light ones first) only until it is found."""
+    entries = entry_points(group=PLUGIN_GROUP)
+    for entry in sorted(entries, key=lambda e: (e.name not in LIGHT_PLUGINS, e.name)):
+        if name in _REGISTRY[kind]:
+            break
+        _load([entry])
+    return _REGISTRY[kind].get(name)
 
 
 def declared(kind: str) -> dict[str, Any]:

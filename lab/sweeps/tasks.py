@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import math
 import os
 import socket
 import time
@@ -21,16 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numba
-import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lab.core import registry
 from lab.core.errors import InputError
 from lab.core.records import jsonable
 from lab.core.registry import Declaration, declare
-from lab.core.stats import clopper_pearson
-from lab.kernels import routed as kernels
 
 TaskFunc = Callable[[dict[str, Any]], dict[str, Any]]
 ReportFunc = Callable[[dict[str, list[Any]], list[dict[str, Any]]], str]
@@ -107,11 +102,11 @@ def register_task(
 
 
 def task_type(name: str) -> TaskType:
-    """The registered task called `name`; ValueError listing the known names otherwise."""
-    tasks = registry.declared("task")
-    if name not in tasks:
-        raise InputError(f"[sweep] task must be one of {sorted(tasks)}, got {name!r}")
-    return tasks[name]
+    """The registered task called `name`; InputError listing the known names otherwise."""
+    found = registry.find("task", name)
+    if found is None:
+        raise InputError(f"[sweep] task must be one of {sorted(registry.declared('task'))}, got {name!r}")
+    return found
 
 
 def run_task(fn: TaskFunc, params: dict[str, Any]) -> dict[str, Any]:
@@ -122,6 +117,8 @@ def run_task(fn: TaskFunc, params: dict[str, Any]) -> dict[str, Any]:
     JSON (NaN, arrays of objects) is a failure, never a half-written record. KeyboardInterrupt and
     SystemExit propagate (they abort the sweep, they are not results of the task).
     """
+    import numba  # here, not at the top: `sweep status` needs the task declarations, not Numba
+
     start = time.perf_counter()
     threads = numba.get_num_threads()
     try:
@@ -141,42 +138,12 @@ def run_task(fn: TaskFunc, params: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
-def exact_win_probability(M: int, gap: float, noise: str, a: float, b: float) -> float | None:
-    """p_1(h) of Lemma 5.1 for h = (gap, 0, ..., 0): exact for uniform and Gumbel noise, else None."""
-    if noise == "uniform":
-        g = min(gap / (b - a), 1.0)  # P(max of M-1 uniforms < U + g), U uniform on [0, 1)
-        return 1.0 if g >= 1.0 else (1.0 - g**M) / M + g
-    if noise == "gumbel":
-        return 1.0 / (1.0 + (M - 1) * math.exp(-gap / a))  # Gumbel-max: softmax(h / a)
-    return None
-
-
 @register_task(
     "routing-probability",
     defaults={"M": 8, "gap": 0.0, "noise": "uniform", "a": 0.0, "b": 1.0, "draws": 100_000, "seed": 0},
 )
 def routing_probability(params: dict[str, Any]) -> dict[str, Any]:
     """Monte-Carlo p_1(h) = P(argmax_m {h_m + r_m} = 1) (Lemma 5.1) with a 99 % Clopper–Pearson CI."""
-    M, gap, noise, draws = params["M"], float(params["gap"]), params["noise"], params["draws"]
-    a, b = float(params["a"]), float(params["b"])
-    if not isinstance(M, int) or M < 2:
-        raise ValueError(f"M must be an integer >= 2, got {M!r}")
-    if not isinstance(draws, int) or draws < 1:
-        raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
-    if noise not in kernels.NOISE_CODES:
-        raise ValueError(f"noise must be one of {sorted(kernels.NOISE_CODES)}, got {noise!r}")
-    if not (b > a if noise == "uniform" else a > 0):
-        raise ValueError(f"noise scale: need b > a (uniform) or a > 0, got a={a}, b={b}")
-    h = np.zeros(M)
-    h[0] = gap
-    counts = kernels.routing_counts(h, draws, params["seed"], kernels.NOISE_CODES[noise], a, b)
-    wins = int(counts[0])
-    lo, hi = clopper_pearson(wins, draws)
-    exact = exact_win_probability(M, gap, noise, a, b)
-    return {
-        "p1": wins / draws,
-        "ci": [lo, hi],
-        "exact": exact,
-        "covered": None if exact is None else lo <= exact <= hi,
-        "counts": counts.tolist(),
-    }
+    from lab.chen2022 import sweep_tasks
+
+    return sweep_tasks.routing_probability(params)

@@ -62,3 +62,15 @@ def test_seed_derives_from_the_name_alone():
 def test_every_check_name_is_unique_and_explicit():
     names = [c.name for c in registry.checks()]
     assert len(names) == len(set(names)) and all(names)
+
+
+def test_find_loads_the_light_plugins_first_and_every_plugin_for_an_unknown_name():
+    """A command or task is found without the science plugins; an unknown name loads them all, then None."""
+    light = [
+        e for e in registry.entry_points(group=registry.PLUGIN_GROUP) if e.name in registry.LIGHT_PLUGINS
+    ]
+    assert sorted(e.name for e in light) == sorted(registry.LIGHT_PLUGINS)
+    assert registry.find("command", "sweep").name == "sweep"
+    assert registry.find("task", "routing-probability").name == "routing-probability"
+    assert registry.find("check", "no-such-check") is None
+    assert registry.find("check", "checks.makkuva.check_d1").name == "checks.makkuva.check_d1"

@@ -2,6 +2,8 @@
 
 import itertools
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 
 import pytest
@@ -155,3 +157,17 @@ def test_status_of_a_large_grid_streams_its_keys(tmp_path):
     keys = iter_keys(spec)
     assert sum(1 for _ in itertools.islice(keys, 10)) == 10  # a generator, not a list
     assert sum(1 for _ in iter_keys(spec)) == 2 * 1000 * 50
+
+
+def test_status_loads_the_task_declarations_and_no_science(spec_path):
+    """`sweep status` finds its command and task in the light plugins: no Numba, SciPy or model code."""
+    assert main(["sweep", "run", str(spec_path), "--sequential", "--quiet"]) == 0
+    probe = (
+        "import sys; from lab.cli.main import main; code = main(['sweep', 'status', sys.argv[1]]); "
+        "heavy = sorted(m for m in ('numba', 'scipy', 'lab.chen2022.model', 'checks') if m in sys.modules); "
+        "print(code, heavy)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(spec_path)], capture_output=True, text=True, check=True
+    )
+    assert "4 tasks, 4 done" in out.stdout and out.stdout.splitlines()[-1] == "0 []", out.stdout + out.stderr

@@ -19,7 +19,8 @@ from lab.cli.main import main
 from lab.sweeps import sweep
 from lab.sweeps.store import SweepStore
 from lab.sweeps.sweep import expand, load_spec, run_sweep, task_key
-from lab.sweeps.tasks import exact_win_probability, register_task, routing_probability, run_task
+from lab.chen2022.sweep_tasks import exact_win_probability
+from lab.sweeps.tasks import register_task, routing_probability, run_task
 
 SMOKE = """
 [sweep]
