@@ -4,10 +4,11 @@ A declaration is attached to the function it describes by a decorator (`register
 `register_replication`, `register_command`, `lab.sweeps.tasks.register_task`) and does nothing
 else: importing a module registers nothing. `load_plugins` imports every module advertised in the
 `moe_lab.plugins` entry-point group (a package is walked whole) and collects the declarations it
-finds there. `find` loads the plugins one at a time, the lab's machinery first (`LIGHT_PLUGINS`, which
-import no science), and stops at the first that declares the name asked for, so
-`python -m lab sweep status` never imports the science it does not run. Every declaration has an explicit name; a check's seed derives from
-that name alone, so moving or renaming its code never changes a number.
+finds there. `find` loads the plugins one at a time, the lab's machinery first (`LIGHT_PLUGINS`,
+which import no science), and stops at the first that declares the name asked for, so
+`python -m lab sweep status` never imports the science it does not run. Every declaration has an
+explicit name; a check's seed derives from that name alone, so moving or renaming its code never
+changes a number.
 """
 
 from __future__ import annotations

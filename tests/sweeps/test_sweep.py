@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from lab.chen2022.sweep_tasks import exact_win_probability
 from lab.cli.main import main
 from lab.sweeps import sweep
 from lab.sweeps.store import SweepStore
 from lab.sweeps.sweep import expand, load_spec, run_sweep, task_key
-from lab.chen2022.sweep_tasks import exact_win_probability
 from lab.sweeps.tasks import register_task, routing_probability, run_task
 
 SMOKE = """
