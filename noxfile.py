@@ -66,6 +66,19 @@ def bench(session: nox.Session) -> None:
         session.run("python", "-m", "lab", "bench-report", "--out", "reports/bench.md")
 
 
+@nox.session(default=False)
+def mutation(session: nox.Session) -> None:
+    """Mutation score: a seeded cosmic-ray sample per module group, judged in git worktrees; not CI.
+
+    `nox -s mutation -- --sample 30 --workers 2` (the default subcommand is `run`); also
+    `-- rerun --from results/mutation/runs/before.json` and `-- report` (see docs/verification-power.md).
+    """
+    _install(session, "test,mutation")
+    subcommand = session.posargs[:1] in (["run"], ["rerun"], ["report"])
+    args = session.posargs if subcommand else ["run", *session.posargs]
+    session.run("python", "-m", "tests.mutation.driver", *args)
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check."""

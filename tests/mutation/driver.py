@@ -209,6 +209,25 @@ def collect(db_path: Path, group: str) -> list[dict]:
     return sorted(records, key=lambda r: r["id"])
 
 
+def plan_group(group: str, modules, baseline: float, session: Path, trees: list[Path], args, chosen) -> dict:
+    """Enumerate the group's mutants, draw the sample (or take `chosen`), one session database per worker."""
+    budget = 3 * baseline + SLACK
+    config = session / f"{group}.toml"
+    write_config(config, modules, group, budget)
+    db = session / f"{group}.sqlite"
+    cosmic_ray("init", str(config), str(db), cwd=trees[0])
+    ids = sorted(work_items(db))
+    sample = chosen[group] if chosen else draw_sample(ids, args.sample, args.seed, group)
+    if missing_ids := sorted(set(sample) - set(ids)):
+        raise RuntimeError(f"{group}: mutants not found in this commit: {missing_ids}")
+    for i, share in enumerate(split(sample, len(trees))):
+        copy = session / f"{group}-w{i}.sqlite"
+        shutil.copyfile(db, copy)
+        keep_only(copy, set(share))
+    log(f"{group}: {len(ids)} mutants, {len(sample)} drawn, budget {budget:.0f} s per mutant")
+    return {"total": len(ids), "sample": sample, "budget": round(budget, 1)}
+
+
 def execute(args: argparse.Namespace, chosen: dict[str, list[str]] | None) -> dict:
     """The whole run: worktrees, isolation check, baselines, init, sample (or `chosen`), exec, records."""
     started = time.perf_counter()
@@ -218,40 +237,39 @@ def execute(args: argparse.Namespace, chosen: dict[str, list[str]] | None) -> di
     names = [g for g in (args.groups.split(",") if args.groups else groups) if not chosen or chosen.get(g)]
     commit = git("rev-parse", args.commit)
     session = WORK / "sessions" / args.label
-    if session.exists():
-        shutil.rmtree(session)
-    session.mkdir(parents=True)
     trees = [WORK / "worktrees" / f"w{i}" for i in range(args.workers)]
-    for tree in trees:
-        prepare_worktree(tree, commit)
-        isolation = check_isolation(tree, WORK / "tmp" / f"probe-{tree.name}")
-    log(f"{len(trees)} worktrees at {commit[:10]}; isolation {isolation}")
-    base = baselines(trees, names)
-    plan: dict[str, dict] = {}
-    for group in names:
-        budget = 3 * base[group]["seconds"] + SLACK
-        config = session / f"{group}.toml"
-        write_config(config, groups[group].modules, group, budget)
-        db = session / f"{group}.sqlite"
-        cosmic_ray("init", str(config), str(db), cwd=trees[0])
-        ids = sorted(work_items(db))
-        sample = chosen[group] if chosen else draw_sample(ids, args.sample, args.seed, group)
-        if missing_ids := sorted(set(sample) - set(ids)):
-            raise RuntimeError(f"{group}: mutants not found at {commit[:10]}: {missing_ids}")
-        shares = split(sample, len(trees))
-        for i, share in enumerate(shares):
-            copy = session / f"{group}-w{i}.sqlite"
-            shutil.copyfile(db, copy)
-            keep_only(copy, set(share))
-        plan[group] = {"total": len(ids), "sample": sample, "budget": round(budget, 1)}
-        log(f"{group}: {len(ids)} mutants, {len(sample)} drawn, budget {budget:.0f} s per mutant")
+    meta_file = session / "meta.json"
+    if args.resume and meta_file.exists():  # judge only what is still pending in the session databases
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        if meta["commit"] != commit or meta["workers"] != len(trees) or meta["names"] != names:
+            raise RuntimeError(f"{session}: made for another commit, worker count or groups; drop --resume")
+        base, plan, isolation = meta["base"], meta["plan"], meta["isolation"]
+        log(f"resuming {session}")
+    else:
+        if session.exists():
+            shutil.rmtree(session)
+        session.mkdir(parents=True)
+        for tree in trees:
+            prepare_worktree(tree, commit)
+            isolation = check_isolation(tree, WORK / "tmp" / f"probe-{tree.name}")
+        log(f"{len(trees)} worktrees at {commit[:10]}; isolation {isolation}")
+        base = baselines(trees, names)
+        plan = {
+            g: plan_group(g, groups[g].modules, base[g]["seconds"], session, trees, args, chosen)
+            for g in names
+        }
+        meta = {"commit": commit, "workers": len(trees), "names": names, "base": base, "plan": plan}
+        meta_file.write_text(json.dumps(meta | {"isolation": isolation}), encoding="utf-8")
 
     def worker(i: int) -> None:
         for group in names:
-            cosmic_ray(
-                "exec", str(session / f"{group}.toml"), str(session / f"{group}-w{i}.sqlite"), cwd=trees[i]
-            )
-            log(f"worker {i}: {group} done")
+            db = session / f"{group}-w{i}.sqlite"
+            try:
+                cosmic_ray("exec", str(session / f"{group}.toml"), str(db), cwd=trees[i])
+            except RuntimeError as exc:  # the other worker goes on; the records say what was judged
+                log(f"worker {i}: {group} FAILED: {exc}")
+            else:
+                log(f"worker {i}: {group} done")
 
     mutants_started = time.perf_counter()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(trees))]
@@ -287,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--workers", type=int, default=2, help="worktrees judging in parallel (one per core)")
         p.add_argument("--groups", default="", help="comma-separated group names (default: every group)")
         p.add_argument("--commit", default="HEAD", help="the commit the worktrees check out")
+        p.add_argument("--resume", action="store_true", help="judge what an interrupted run left pending")
         p.add_argument(
             "--out", type=Path, default=None, help="run file (default results/mutation/runs/LABEL.json)"
         )
