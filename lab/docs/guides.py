@@ -21,6 +21,10 @@ PAGES = (
     ("replications.md", "The papers' tables and Fig. 1 rerun, beside the papers' numbers"),
     ("performance.md", "Numba kernels, determinism, benchmark numbers"),
     ("sweeps.md", "Grids of experiments on Dask with a resumable store"),
+    (
+        "verification-power.md",
+        "Mutation score of the tests and checks per module group, every survivor answered",
+    ),
     ("adding-a-claim.md", "How to add a claim: premise, negative control, stable name, entry point"),
 )
 

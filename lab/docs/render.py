@@ -9,6 +9,7 @@ from lab.docs.catalogue import PAPERS
 from lab.docs.claims_pages import claims_page, registered_checks
 from lab.docs.findings_page import findings_page
 from lab.docs.guides import adding_page, index_page, sweeps_page
+from lab.docs.mutation_page import mutation_page
 from lab.docs.performance_page import performance_page
 from lab.docs.replications_page import check_targets, replications_page
 from lab.docs.results import load_results
@@ -26,6 +27,7 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path) -> dict[st
         "performance.md": performance_page(results),
         "sweeps.md": sweeps_page(Path(sweeps_folder)),
         "adding-a-claim.md": adding_page(),
+        "verification-power.md": mutation_page(results),
     }
     for key in PAPERS:
         pages[f"claims/{key}.md"] = claims_page(key, results, checks)

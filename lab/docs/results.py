@@ -5,7 +5,9 @@ Layout of the results folder (default `results/`):
 - `verify.json`: the output of `python -m lab verify --seed 0 --json results/verify.json` (required);
 - `replicate/*.json`: one file per replication run of `python -m lab replicate TARGET --json ...`
   (optional; `replicate/runs/`, `*.md` and `*.png` beside them are not read);
-- `bench/*.json`: benchmark summaries written by `python -m lab bench-report --summary ...` (optional).
+- `bench/*.json`: benchmark summaries written by `python -m lab bench-report --summary ...` (optional);
+- `mutation/summary.json` and `mutation/mutants.json`: the mutation score of the checks and tests per
+  module group, and every sampled mutant, written by `nox -s mutation` (optional, read together).
 
 Every problem with a file (missing when required, not JSON, a field missing or of the wrong type)
 is a `ResultsError` whose message starts with the file's path, so the command prints one line.
@@ -58,12 +60,21 @@ class BenchSummary:
 
 
 @dataclass(frozen=True)
+class MutationRun:
+    """The mutation score (`mutation/summary.json`) and its sampled mutants (`mutation/mutants.json`)."""
+
+    summary: dict[str, Any]
+    mutants: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class Results:
-    """Everything the docs read: verify records, replication files and benchmark summaries."""
+    """Everything the docs read: verify records, replication files, benchmark summaries, mutation score."""
 
     verify: dict[str, Any]
     replications: list[Replication] = field(default_factory=list)
     bench: list[BenchSummary] = field(default_factory=list)
+    mutation: MutationRun | None = None
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -205,6 +216,57 @@ def load_bench(path: Path) -> BenchSummary:
     return BenchSummary(path, data)
 
 
+MUTATION_FORMAT = "moe-lab mutation summary 1"
+MUTATION_FIELDS = (
+    "group",
+    "mutants_total",
+    "sampled",
+    "killed",
+    "survived",
+    "equivalent",
+    "timeout",
+    "kill_rate",
+    "ci_low",
+    "ci_high",
+)
+
+
+def load_mutation(folder: Path) -> MutationRun | None:
+    """`mutation/summary.json` with `mutation/mutants.json` (None when no summary is committed)."""
+    path = folder / "summary.json"
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict) or data.get("format") != MUTATION_FORMAT:
+        raise ResultsError(f"{path}: not a mutation summary (expected format {MUTATION_FORMAT!r})")
+    for key in ("tool", "tool_version", "date", "commit_before"):
+        _need(path, data, key, str)
+    for key in ("seed", "sample_per_group", "workers"):
+        _need(path, data, key, int)
+    for key in ("session_wall_seconds", "mean_seconds_per_mutant", "rerun_wall_seconds", "level"):
+        _number_or_none(path, data, key, "")
+    _need(path, data, "selection", dict)
+    for name in ("groups", "before"):
+        entries = _need(path, data, name, list)
+        for i, entry in enumerate(entries):
+            where = f"{name} {i}: "
+            if not isinstance(entry, dict) or tuple(entry) != MUTATION_FIELDS:
+                raise ResultsError(f"{path}: {where}fields must be exactly {MUTATION_FIELDS}")
+            _need(path, entry, "group", str, where)
+            for key in MUTATION_FIELDS[1:7]:
+                _need(path, entry, key, int, where)
+            for key in MUTATION_FIELDS[7:]:
+                _number_or_none(path, entry, key, where)
+    mutants_path = folder / "mutants.json"
+    listing = _read_json(mutants_path)
+    mutants = _need(mutants_path, listing, "mutants", list)
+    for i, mutant in enumerate(mutants):
+        for key in ("id", "group", "module", "operator", "outcome_before", "outcome_after"):
+            _need(mutants_path, mutant, key, str, f"mutant {i}: ")
+        _need(mutants_path, mutant, "line", int, f"mutant {i}: ")
+    return MutationRun(data, mutants)
+
+
 def load_results(folder: str | Path) -> Results:
     """Read and check every results file under `folder`; raises `ResultsError` naming a bad file."""
     root = Path(folder)
@@ -213,4 +275,4 @@ def load_results(folder: str | Path) -> Results:
     verify = load_verify(root / "verify.json")
     replications = [load_replication(p) for p in sorted((root / "replicate").glob("*.json"))]
     bench = [load_bench(p) for p in sorted((root / "bench").glob("*.json"))]
-    return Results(verify, replications, bench)
+    return Results(verify, replications, bench, load_mutation(root / "mutation"))

@@ -34,7 +34,10 @@ from tests.mutation.sampling import ROOT, draw_sample, load_groups, missing_path
 
 WORK = Path(os.environ.get("MOE_LAB_MUTATION_WORK", "/work/mutation"))
 RUNS = ROOT / "results" / "mutation" / "runs"
-SLACK = 60.0  # seconds added to 3x the baseline: compilation and a busy machine
+FACTOR, SLACK = (
+    3,
+    60.0,
+)  # a mutant's time budget: FACTOR x the baseline + SLACK s (compilation, a busy machine)
 
 
 def log(message: str) -> None:
@@ -211,7 +214,7 @@ def collect(db_path: Path, group: str) -> list[dict]:
 
 def plan_group(group: str, modules, baseline: float, session: Path, trees: list[Path], args, chosen) -> dict:
     """Enumerate the group's mutants, draw the sample (or take `chosen`), one session database per worker."""
-    budget = 3 * baseline + SLACK
+    budget = FACTOR * baseline + SLACK
     config = session / f"{group}.toml"
     write_config(config, modules, group, budget)
     db = session / f"{group}.sqlite"
@@ -289,6 +292,8 @@ def execute(args: argparse.Namespace, chosen: dict[str, list[str]] | None) -> di
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "wall_seconds": round(time.perf_counter() - started, 1),
         "mutant_seconds": round(time.perf_counter() - mutants_started, 1),
+        "budget_factor": FACTOR,
+        "budget_slack_seconds": SLACK,
         "isolation": isolation,
         "groups": {g: {"baseline_seconds": base[g]["seconds"], **plan[g]} for g in names},
         "mutants": sorted(records, key=lambda r: (r["group"], r["id"])),

@@ -89,6 +89,8 @@ def summary(before: dict, after: dict | None) -> tuple[dict, list[dict]]:
         "mutant_wall_seconds": before["mutant_seconds"],
         "mean_seconds_per_mutant": round(sum(judged) / len(judged), 2) if judged else None,
         "rerun_wall_seconds": after["wall_seconds"] if after else None,
+        "budget_factor": before["budget_factor"],
+        "budget_slack_seconds": before["budget_slack_seconds"],
         "groups": scores(before, outcomes, equivalent),
         "before": scores(before, {r["id"]: r["outcome"] for r in before["mutants"]}, equivalent),
         "selection": {

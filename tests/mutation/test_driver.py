@@ -134,6 +134,8 @@ def _run(outcomes: dict[str, str], label: str) -> dict:
         "date": "2026-01-01",
         "wall_seconds": 10.0,
         "mutant_seconds": 8.0,
+        "budget_factor": 3,
+        "budget_slack_seconds": 60.0,
         "isolation": {"numba_cache_in_fresh_dir": True},
         "groups": {"model": {"baseline_seconds": 3.0, "total": 9, "sample": sorted(outcomes), "budget": 69}},
         "mutants": mutants,
@@ -162,3 +164,10 @@ def test_the_judge_and_driver_are_not_collected_and_import_without_running():
         [sys.executable, "-m", "tests.mutation.driver", "--help"], cwd=ROOT, capture_output=True, text=True
     )
     assert out.returncode == 0 and "run" in out.stdout and "rerun" in out.stdout
+
+
+def test_the_docs_loader_expects_the_fields_the_report_writes():
+    from lab.docs import results
+
+    assert results.MUTATION_FIELDS == sampling.SUMMARY_FIELDS
+    assert results.MUTATION_FORMAT == report.FORMAT
