@@ -16,7 +16,7 @@ from lab.core.io import check_writable, check_writable_folder
 from lab.core.registry import register_command
 from lab.sweeps.report import build_report, format_status, group_by_fields, sweep_status, write_reports
 from lab.sweeps.store import SweepStore
-from lab.sweeps.sweep import expand, iter_keys, load_spec, run_sweep
+from lab.sweeps.sweep import expand, key_prefixes, load_spec, run_sweep
 
 EPILOG = """examples:
   python -m lab sweep run sweeps/smoke.toml                 on a local Dask cluster, one worker per core
@@ -96,7 +96,7 @@ def _status(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     path = Path(args.store or spec.store)
     if not path.exists():
-        print(f"sweep {spec.name}: no store at {path} yet; {sum(1 for _ in iter_keys(spec))} tasks pending")
+        print(f"sweep {spec.name}: no store at {path} yet; {len(key_prefixes(spec))} tasks pending")
         return 0
     with SweepStore(path, readonly=True) as store:
         print(format_status(spec, store, sweep_status(spec, store, args.keep_stale)))

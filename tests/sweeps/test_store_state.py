@@ -1,11 +1,11 @@
 """Damaged, foreign and stale state: named, refused or flagged, never silently reused or rewritten."""
 
-import itertools
 import sqlite3
 import subprocess
 import sys
 from contextlib import closing
 
+import numpy as np
 import pytest
 
 from lab.cli.main import EXIT_BAD_INPUT, main
@@ -13,7 +13,7 @@ from lab.core import provenance
 from lab.core.errors import InputError
 from lab.sweeps.report import sweep_status
 from lab.sweeps.store import SweepStore
-from lab.sweeps.sweep import expand, iter_keys, load_spec, run_sweep
+from lab.sweeps.sweep import contains, expand, key_prefixes, load_spec, run_sweep
 
 SPEC = """
 [sweep]
@@ -120,9 +120,13 @@ def test_a_change_to_a_numeric_module_makes_the_results_that_depend_on_it_stale(
     provenance.code_fingerprint.cache_clear()
 
 
-def test_fast_keys_equal_the_expanded_tasks_keys(spec_path):
+def _prefixes(keys) -> list[tuple[int, int]]:
+    return sorted((int(k[:16], 16), int(k[16:32], 16)) for k in keys)
+
+
+def test_fast_key_prefixes_equal_the_expanded_tasks_keys(spec_path):
     spec = load_spec(spec_path)
-    assert sorted(iter_keys(spec)) == sorted(t.key for t in expand(spec))
+    assert sorted(map(tuple, key_prefixes(spec).tolist())) == _prefixes(t.key for t in expand(spec))
 
 
 @pytest.mark.parametrize(
@@ -137,7 +141,7 @@ def test_grid_values_of_the_wrong_type_are_refused_before_anything_runs(tmp_path
     with pytest.raises(InputError, match=f"{field} must be of type"):
         expand(load_spec(spec_file))
     with pytest.raises(InputError, match=f"{field} must be of type"):
-        sorted(iter_keys(load_spec(spec_file)))
+        key_prefixes(load_spec(spec_file))
 
 
 def test_a_report_typo_is_refused_before_the_sweep_runs(spec_path, capsys):
@@ -147,16 +151,18 @@ def test_a_report_typo_is_refused_before_the_sweep_runs(spec_path, capsys):
     assert not spec_path.with_suffix(".sqlite").exists()
 
 
-def test_status_of_a_large_grid_streams_its_keys(tmp_path):
+def test_status_of_a_large_grid_keeps_16_bytes_per_task(tmp_path):
     text = SPEC.format(store=(tmp_path / "big.sqlite").as_posix()).replace(
         "gap = [0.0, 0.5]", f"gap = {[i / 1000 for i in range(1000)]}\nseed = {list(range(50))}"
     )
     path = tmp_path / "big.toml"
     path.write_text(text)
     spec = load_spec(path)
-    keys = iter_keys(spec)
-    assert sum(1 for _ in itertools.islice(keys, 10)) == 10  # a generator, not a list
-    assert sum(1 for _ in iter_keys(spec)) == 2 * 1000 * 50
+    prefixes = key_prefixes(spec)
+    assert (
+        prefixes.shape == (2 * 1000 * 50, 2) and prefixes.dtype == np.uint64 and prefixes.nbytes == 16 * 10**5
+    )
+    assert len(np.unique(prefixes, axis=0)) == 10**5
 
 
 def test_status_loads_the_task_declarations_and_no_science(spec_path):
@@ -171,3 +177,24 @@ def test_status_loads_the_task_declarations_and_no_science(spec_path):
         [sys.executable, "-c", probe, str(spec_path)], capture_output=True, text=True, check=True
     )
     assert "4 tasks, 4 done" in out.stdout and out.stdout.splitlines()[-1] == "0 []", out.stdout + out.stderr
+
+
+def test_key_prefix_membership_is_exact_when_high_halves_collide():
+    keys = np.array([[5, 1], [5, 2], [7, 0], [1, 9]], dtype=np.uint64)
+    probes = np.array([[5, 2], [5, 3], [7, 0], [2, 9], [1, 9], [0, 0]], dtype=np.uint64)
+    assert contains(keys, probes).tolist() == [True, False, True, False, True, False]
+    assert not contains(keys, np.empty((0, 2), np.uint64)).size
+
+
+def test_status_counts_the_rows_of_its_own_grid_only(spec_path):
+    """A store shared with a wider grid: the narrower spec counts its own tasks, seconds and failures."""
+    assert main(["sweep", "run", str(spec_path), "--sequential", "--quiet"]) == 0
+    narrow = spec_path.with_name("narrow.toml")
+    narrow.write_text(spec_path.read_text().replace("M = [2, 3]", "M = [3, 4]"))
+    spec = load_spec(narrow)
+    with SweepStore(spec.store, readonly=True) as store:
+        status = sweep_status(spec, store)
+        seconds = sum(row.seconds for row in store.rows(t.key for t in expand(spec)))
+    assert (status.total, status.done, status.failed, status.stale, status.pending) == (4, 2, 0, 0, 2)
+    assert status.compute_seconds == pytest.approx(seconds, rel=1e-12)
+    assert key_prefixes(spec).shape == (4, 2) and len(set(map(tuple, key_prefixes(spec).tolist()))) == 4
