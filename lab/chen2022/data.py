@@ -129,3 +129,58 @@ def sample(config: DataConfig, signals: Signals, n: int, rng: np.random.Generato
     x = x[np.arange(n)[:, None], order]
     positions = np.argsort(order, axis=1)[:, :3]  # where each role landed
     return Dataset(x, y, k, k_noise, eps, alpha, beta, gamma, positions)
+
+
+SIGNAL_ROLES = (FEATURE, CENTER, FEATURE_NOISE)  # the S = 3 patches that are a scalar times a signal
+
+
+@dataclass(frozen=True)
+class StructuredBatch:
+    """x of Def. 3.1 as structure: the patch at signal_position[i, t] is s_{i,t} signals[signal_index[i, t]].
+
+    `signals` stacks the 2K orthonormal signals [v_1 … v_K; c_1 … c_K]; the S = 3 signal patches are,
+    in this order, y α v_k (feature signal), β c_k (cluster centre) and ε γ v_k' (feature noise); the
+    other P − 3 patches are the Gaussian noise patches, kept whole at `noise_position` (ascending).
+    """
+
+    signals: np.ndarray  # (2K, d)
+    signal_index: np.ndarray  # (n, S) rows of `signals`
+    signal_scale: np.ndarray  # (n, S)
+    signal_position: np.ndarray  # (n, S) patch index of each signal patch
+    noise: np.ndarray  # (n, P − S, d)
+    noise_position: np.ndarray  # (n, P − S)
+
+    @property
+    def n(self) -> int:
+        return self.signal_index.shape[0]
+
+    @property
+    def P(self) -> int:
+        return self.signal_index.shape[1] + self.noise.shape[1]
+
+    def dense(self) -> np.ndarray:
+        """x (n, P, d) rebuilt from the structure, bit for bit the x of `sample` (same products s · u)."""
+        rows = np.arange(self.n)[:, None]
+        x = np.empty((self.n, self.P, self.signals.shape[1]))
+        x[rows, self.signal_position] = self.signal_scale[:, :, None] * self.signals[self.signal_index]
+        x[rows, self.noise_position] = self.noise
+        return x
+
+
+def structure(data: Dataset, signals: Signals) -> StructuredBatch:
+    """The structure of samples drawn by `sample` from their latents (Def. 3.1); draws nothing."""
+    n, P, _ = data.x.shape
+    K = signals.V.shape[0]
+    index = np.stack([data.cluster, K + data.cluster, data.noise_cluster], axis=1)
+    scale = np.stack([data.y * data.alpha, data.beta, data.eps * data.gamma], axis=1)
+    is_noise = np.ones((n, P), dtype=bool)
+    is_noise[np.arange(n)[:, None], data.positions] = False
+    noise_position = np.nonzero(is_noise)[1].reshape(n, P - len(SIGNAL_ROLES))
+    return StructuredBatch(
+        signals=np.vstack([signals.V, signals.C]),
+        signal_index=index,
+        signal_scale=scale,
+        signal_position=data.positions.copy(),
+        noise=data.x[np.arange(n)[:, None], noise_position],
+        noise_position=noise_position,
+    )
