@@ -32,12 +32,19 @@ never served, and the mutants run in clean git worktrees of the commit under tes
 working tree. Before the mutants, the driver checks in each worktree that {isolation}.
 
 **Sampling.** The full set of mutants is too large for two cores, so each group gets a uniform
-random sample drawn with a fixed seed (seed {seed}, {sample} mutants per group), and the kill rate
+random sample drawn with a fixed seed (seed {seed}; {sample}), and the kill rate
 carries its exact {level} Clopper-Pearson interval. An *equivalent* mutant computes exactly what
 the original computes (read and classified below, each with its reason); it leaves the denominator.
 Every surviving non-equivalent mutant is answered: a new test that kills it, or the reason no claim
 can observe it. *Before* is the sampled run on commit `{before}`; *after* reruns the survivors
 {after_commit}with the new tests."""
+
+
+def _sizes(sizes: dict[str, int]) -> str:
+    """'30 mutants per group' or '30 mutants per group, 24 for kernels'."""
+    common = max(set(sizes.values()), key=list(sizes.values()).count)
+    others = [f"{n} for {g}" for g, n in sizes.items() if n != common]
+    return ", ".join([f"{common} mutants per group", *others])
 
 
 def _isolation(summary: dict) -> str:
@@ -191,7 +198,7 @@ def mutation_sections(run: MutationRun) -> list[str]:
             slack=fixed(summary["budget_slack_seconds"], 0),
             isolation=_isolation(summary),
             seed=summary["seed"],
-            sample=summary["sample_per_group"],
+            sample=_sizes(summary["sample_sizes"]),
             level=pct(summary.get("level", 0.95), 0),
             before=summary["commit_before"][:10],
             after_commit=f"on commit `{after[:10]}` " if after else "",

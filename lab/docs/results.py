@@ -241,8 +241,9 @@ def load_mutation(folder: Path) -> MutationRun | None:
         raise ResultsError(f"{path}: not a mutation summary (expected format {MUTATION_FORMAT!r})")
     for key in ("tool", "tool_version", "date", "commit_before"):
         _need(path, data, key, str)
-    for key in ("seed", "sample_per_group", "workers"):
+    for key in ("seed", "workers"):
         _need(path, data, key, int)
+    _need(path, data, "sample_sizes", dict)
     for key in ("session_wall_seconds", "mean_seconds_per_mutant", "rerun_wall_seconds", "level"):
         _number_or_none(path, data, key, "")
     _need(path, data, "selection", dict)

@@ -212,6 +212,12 @@ def collect(db_path: Path, group: str) -> list[dict]:
     return sorted(records, key=lambda r: r["id"])
 
 
+def sample_size(args: argparse.Namespace, group: str) -> int:
+    """Mutants drawn for `group`: its `--sample-for GROUP=N`, else `--sample`."""
+    sizes = dict(item.split("=") for item in args.sample_for)
+    return int(sizes.get(group, args.sample))
+
+
 def plan_group(group: str, modules, baseline: float, session: Path, trees: list[Path], args, chosen) -> dict:
     """Enumerate the group's mutants, draw the sample (or take `chosen`), one session database per worker."""
     budget = FACTOR * baseline + SLACK
@@ -220,7 +226,7 @@ def plan_group(group: str, modules, baseline: float, session: Path, trees: list[
     db = session / f"{group}.sqlite"
     cosmic_ray("init", str(config), str(db), cwd=trees[0])
     ids = sorted(work_items(db))
-    sample = chosen[group] if chosen else draw_sample(ids, args.sample, args.seed, group)
+    sample = chosen[group] if chosen else draw_sample(ids, sample_size(args, group), args.seed, group)
     if missing_ids := sorted(set(sample) - set(ids)):
         raise RuntimeError(f"{group}: mutants not found in this commit: {missing_ids}")
     for i, share in enumerate(split(sample, len(trees))):
@@ -285,7 +291,7 @@ def execute(args: argparse.Namespace, chosen: dict[str, list[str]] | None) -> di
         "label": args.label,
         "commit": commit,
         "seed": args.seed,
-        "sample_per_group": args.sample,
+        "sample_sizes": {g: sample_size(args, g) for g in names},
         "workers": len(trees),
         "tool": "cosmic-ray",
         "tool_version": version("cosmic-ray"),
@@ -315,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             "--out", type=Path, default=None, help="run file (default results/mutation/runs/LABEL.json)"
         )
     sub.choices["run"].add_argument("--sample", type=int, default=30, help="mutants drawn per group")
+    sub.choices["run"].add_argument("--sample-for", action="append", default=[], help="GROUP=N, repeatable")
     sub.choices["run"].add_argument("--seed", type=int, default=2026)
     sub.choices["rerun"].add_argument("--from", dest="source", type=Path, required=True)
     rep = sub.add_parser("report")
@@ -330,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "rerun":
         previous = json.loads(args.source.read_text(encoding="utf-8"))
         chosen = reporting.to_rerun(previous)
-        args.seed, args.sample = previous["seed"], previous["sample_per_group"]
+        args.seed, args.sample, args.sample_for = previous["seed"], 0, []
     run = execute(args, chosen)
     out = args.out or RUNS / f"{args.label}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -79,7 +79,7 @@ def summary(before: dict, after: dict | None) -> tuple[dict, list[dict]]:
         "tool": before["tool"],
         "tool_version": before["tool_version"],
         "seed": before["seed"],
-        "sample_per_group": before["sample_per_group"],
+        "sample_sizes": before["sample_sizes"],
         "level": LEVEL,
         "date": (after or before)["date"],
         "commit_before": before["commit"],

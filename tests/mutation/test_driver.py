@@ -127,7 +127,7 @@ def _run(outcomes: dict[str, str], label: str) -> dict:
         "label": label,
         "commit": "c" * 40,
         "seed": 1,
-        "sample_per_group": 3,
+        "sample_sizes": {"model": 3},
         "workers": 2,
         "tool": "cosmic-ray",
         "tool_version": "8.7.0",
