@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lab.chen2022 import load_balancing
+from lab.chen2022 import load_balancing, structured
 from lab.chen2022.model import logistic_loss, logistic_loss_derivative
 from lab.kernels import backend
 from lab.kernels.activations import ACTIVATION_CODES, ODD_ACTIVATIONS
@@ -100,6 +100,18 @@ class LinearExperts(Experts):
         by_expert = np.zeros((M, n))
         by_expert[routes, np.arange(n)] = coef
         return self.signed((by_expert @ xk[:, 0])[:, None, :])
+
+
+class StructuredLinearExperts(LinearExperts):
+    """σ = identity on `structured.StructuredInputs`: f_m = Σ_p ⟨u_m, x⁽ᵖ⁾⟩, u_m = Σ_j a_j w_{m,j} (3.1)."""
+
+    def forward(self, xk, W, routes):
+        u = np.einsum("j,mjd->md", self.signs, W)[:, None, :]  # one filter per expert
+        return self.lib.routed_forward(xk, u, routes, self.act)
+
+    def backward(self, xk, z, routes, coef, M):
+        """∇w_{m,j} = a_j ∇u_m (E.2), ∇u_m from the structured kernel with the one filter u_m."""
+        return self.signed(self.lib.routed_backward(xk, z, routes, coef, M, self.act))
 
 
 class HalfLogitExperts(Experts):
@@ -309,24 +321,26 @@ class Plan:
 def resolve(cfg: TrainConfig) -> Plan:
     """The objects that run `cfg`: every option of Algorithm 1 and of the authors' code is decided here."""
     lib = backend(cfg.backend)
+    experts_lib = structured.kernels(lib) if cfg.structured else lib  # x_k dense, or as Def. 3.1's structure
     act = ACTIVATION_CODES[cfg.activation]
     signs = np.ones(cfg.J)  # a_j: all 1 (3.1), or −1/+1 for the filters of logit 0/1
     if cfg.readout == "two-logit":
         signs[: cfg.J // 2] = -1.0
     signs.flags.writeable = False
     if cfg.activation == "linear":
-        experts: Experts = LinearExperts(lib, act, signs)
+        linear = StructuredLinearExperts if cfg.structured else LinearExperts
+        experts: Experts = linear(experts_lib, act, signs)
     elif cfg.readout == "sum" or cfg.activation in ODD_ACTIVATIONS:
-        experts = Experts(lib, act, signs)
+        experts = Experts(experts_lib, act, signs)
     else:
-        experts = HalfLogitExperts(lib, act, signs)
+        experts = HalfLogitExperts(experts_lib, act, signs)
     loss = LOSSES[cfg.loss]
     fused = cfg.readout == "sum" and cfg.loss == "logistic" and cfg.activation != "linear"
     # without a bias column the expert has one block of parameters: sum-of-norms is the Frobenius norm
     norm = NORMALIZATIONS[cfg.normalization] if cfg.bias else frobenius
     return Plan(
         experts=experts,
-        expert_pass=FusedPass(lib, act) if fused else ExpertPass(experts, loss),
+        expert_pass=FusedPass(experts_lib, act) if fused else ExpertPass(experts, loss),
         loss=loss,
         gate=GATES[cfg.gate](lib),
         update=PlainGD(cfg.eta) if cfg.expert_update == "gd" else NormalizedGD(cfg.eta, norm),

@@ -28,6 +28,10 @@ resolves it once, with `lab.chen2022.plan.resolve`, into a `Plan` of the objects
 
 Linear experts: f_m = ⟨Σ_j a_j w_{m,j}, s⟩ with s = Σ_p x⁽ᵖ⁾ when σ is the identity, so `prepare`
 collapses the patches to s (exact, and P·J times cheaper than the patch kernels).
+
+structured=True keeps the experts' input as Def. 3.1's structure (`lab.chen2022.structured`): three
+patches per sample are a scalar times a signal, so only the P − 3 noise patches need the dense
+kernels. The numbers agree with the dense path to rounding, not bit for bit; the default is dense.
 """
 
 from __future__ import annotations
@@ -40,8 +44,8 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lab.chen2022 import load_balancing
-from lab.chen2022.data import Dataset, Signals
+from lab.chen2022 import load_balancing, structured
+from lab.chen2022.data import Dataset, Signals, structure
 from lab.chen2022.metrics import accuracy, dispatch_counts, dispatch_entropy, signal_alignment
 from lab.chen2022.plan import (
     EXPERT_UPDATES,
@@ -92,6 +96,7 @@ class TrainConfig:
     lb_coef: float = 0.0
     record_every: int = 10
     backend: str = "numba"
+    structured: bool = False
 
     def __post_init__(self) -> None:
         for name in ("M", "J", "steps", "record_every"):
@@ -119,6 +124,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.readout == "two-logit" and self.J % 2:
             raise ValueError(f"readout='two-logit' needs an even J, got J={self.J}")
+        if not isinstance(self.structured, bool):
+            raise ValueError(f"structured must be True or False, got {self.structured!r}")
 
 
 REFERENCE_CODE = {
@@ -150,7 +157,8 @@ def variant_config(variant: str = "paper", **overrides: Any) -> TrainConfig:
 class Batch:
     """A dataset prepared once for the kernels: expert input xk, router input s = Σ_p x⁽ᵖ⁾, labels."""
 
-    xk: np.ndarray  # (n, P or 1, d [+1]) — scaled, bias column appended, collapsed to s if σ linear
+    xk: np.ndarray | structured.StructuredInputs  # (n, P or 1, d [+1]) — scaled, bias column appended,
+    # collapsed to s if σ linear; as `structured.StructuredInputs` if cfg.structured
     s: np.ndarray  # (n, d) — scaled
     y: np.ndarray  # (n,) float ±1
     cluster: np.ndarray  # (n,)
@@ -160,10 +168,20 @@ class Batch:
         return self.y.shape[0]
 
 
-def prepare(data: Dataset, cfg: TrainConfig) -> Batch:
-    """Scale inputs, append the bias coordinate, collapse to s for linear experts; s is computed once."""
+def prepare(data: Dataset, cfg: TrainConfig, signals: Signals | None = None) -> Batch:
+    """Scale inputs, append the bias coordinate, collapse to s for linear experts; s is computed once.
+
+    With cfg.structured the experts' input keeps Def. 3.1's structure (`structured.inputs`), which
+    needs the signals; the router's s = Σ_p x⁽ᵖ⁾ is the same either way."""
     x = data.x * cfg.input_scale if cfg.input_scale != 1.0 else data.x
     s = x.sum(axis=1)
+    if cfg.structured:
+        if signals is None:
+            raise ValueError("cfg.structured needs the signals of the data: prepare(data, cfg, signals)")
+        xk = structured.inputs(
+            structure(data, signals), cfg.input_scale, cfg.bias, cfg.activation == "linear"
+        )
+        return Batch(xk, s, data.y.astype(float), data.cluster)
     xk = s[:, None, :] if cfg.activation == "linear" else x
     if cfg.bias:
         # the bias coordinate is 1 in every patch, P in the collapsed patch s: Σ_p (⟨w, x⁽ᵖ⁾⟩ + b)
@@ -247,7 +265,7 @@ def train(
     """Algorithm 1 with `cfg`'s options (resolved once) on the full batch `data`; deterministic for `seed`."""
     start = time.perf_counter()
     plan = resolve(cfg)
-    batch = batch if batch is not None else prepare(data, cfg)
+    batch = batch if batch is not None else prepare(data, cfg, signals)
     rng = np.random.default_rng([seed, 0xA1])
     W = init_experts(cfg, signals.V.shape[1], rng)
     W0 = W.copy()

@@ -20,7 +20,8 @@ from types import SimpleNamespace
 
 BACKENDS = ("numba", "numpy")
 DEFAULT_BACKEND = "numba"
-KERNEL_MODULES = ("routed", "gating", "l4")  # each X.py has its twin X_numpy.py, with the same __all__
+# each X.py has its twin X_numpy.py, with the same __all__
+KERNEL_MODULES = ("routed", "gating", "l4", "structured")
 
 _LOADED: dict[str, SimpleNamespace] = {}
 

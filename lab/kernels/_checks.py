@@ -158,3 +158,77 @@ def l4_gradient(A, x, q4, q2, c, c_prime, mu, lam, delta):
             raise InputError(f"{name} must be a finite non-zero number, got 0.0")
     mu, lam, delta = (validate.real(v, name) for v, name in ((mu, "mu"), (lam, "lam"), (delta, "delta")))
     return A, x, q4, q2, c, c_prime, mu, lam, delta
+
+
+def _structure(signals, offset, signal_index, signal_scale, noise, W=None):
+    """A batch of Def. 3.1 as structure: each signal patch is signal_scale · signals[signal_index] + offset.
+
+    noise (n, Q, d) in float32/float64, signals (R, d), offset (d,), signal_index (n, S) integers in
+    [0, R), signal_scale (n, S), S + Q >= 1; and, if given, W (M, J, d).
+    """
+    noise = validate.array(noise, "noise", ndim=3, labels="(n, Q, d)", floats=True, finite=False)
+    n, _, d = noise.shape
+    signals = validate.array(signals, "signals", ndim=2, labels="(R, d)", finite=False, nonempty=(0,))
+    validate.same_shape("signals", signals, (signals.shape[0], d), f"(R, d) with d = {d} from noise")
+    offset = validate.array(offset, "offset", ndim=1, labels="(d,)", finite=False)
+    validate.same_shape("offset", offset, (d,), f"(d,) with d = {d} from noise")
+    index = np.asarray(signal_index)
+    R = signals.shape[0]
+    if index.dtype.kind not in "iu":
+        raise TypeError(
+            f"signal_index must be an integer array with entries in [0, R={R}), got dtype {index.dtype}"
+        )
+    if index.ndim != 2 or index.shape[0] != n:
+        raise InputError(
+            f"signal_index must have shape (n, S) with n = {n} from noise, got shape {index.shape}"
+        )
+    if index.size and (int(index.min()) < 0 or int(index.max()) >= R):
+        raise InputError(
+            f"signal_index must be integers in [0, R={R}), "
+            f"got values in [{int(index.min())}, {int(index.max())}]"
+        )
+    scale = validate.array(signal_scale, "signal_scale", ndim=2, labels="(n, S)", finite=False)
+    validate.same_shape("signal_scale", scale, index.shape, "(n, S) of signal_index")
+    if index.shape[1] + noise.shape[1] < 1:
+        raise InputError(
+            "a sample needs at least one patch: got S = 0 signal patches and Q = 0 noise patches"
+        )
+    if W is None:
+        return signals, offset, index, scale, noise, None
+    W = validate.array(W, "W", ndim=3, labels="(M, J, d)", finite=False, nonempty=(0,))
+    if W.shape[2] != d:
+        raise InputError(f"W must have shape (M, J, d) with d = noise.shape[2] = {d}, got {W.shape}")
+    return signals, offset, index, scale, noise, W
+
+
+def structured_forward(signals, offset, signal_index, signal_scale, noise, W, routes, act):
+    *structure, W = _structure(signals, offset, signal_index, signal_scale, noise, W)
+    return (
+        *structure,
+        W,
+        validate.index_array(routes, "routes", structure[-1].shape[0], W.shape[0]),
+        _act(act),
+    )
+
+
+def structured_backward(signals, offset, signal_index, signal_scale, noise, z, routes, coef, M, act):
+    *structure, _ = _structure(signals, offset, signal_index, signal_scale, noise)
+    n, P = structure[-1].shape[0], structure[2].shape[1] + structure[-1].shape[1]
+    z = validate.array(z, "z", ndim=3, labels="(n, S + Q, J)", floats=True, finite=False)
+    if z.shape[:2] != (n, P):
+        raise InputError(f"z must have shape (n, S + Q, J) with (n, S + Q) = {(n, P)}, got {z.shape}")
+    M = validate.integer(M, "M", low=1)
+    routes = validate.index_array(routes, "routes", n, M)
+    return *structure, z, routes, _per_sample(coef, "coef", n), M, _act(act)
+
+
+def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act):
+    *structure, W = _structure(signals, offset, signal_index, signal_scale, noise, W)
+    n = structure[-1].shape[0]
+    routes = validate.index_array(routes, "routes", n, W.shape[0])
+    return *structure, W, routes, _per_sample(margin_scale, "margin_scale", n), _act(act)
+
+
+def structured_dense_forward(signals, offset, signal_index, signal_scale, noise, W, act):
+    *structure, W = _structure(signals, offset, signal_index, signal_scale, noise, W)
+    return *structure, W, _act(act)

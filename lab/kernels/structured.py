@@ -1,0 +1,338 @@
+"""Numba kernels of the routed MoE layer on a batch given by its structure (Chen et al. 2022, Def. 3.1).
+
+Patch t < S of sample i is s_{i,t} u_{r_{i,t}} + o (a scalar times one of the R = 2K signals, plus the
+constant input coordinates o); the other Q = P − S patches are noise, kept whole. So
+⟨w_{m,j}, x⁽ᵗ⁾⟩ = s_{i,t} G_{m,r,j} + b_{m,j} with G = ⟨w, u_r⟩ and b = ⟨w, o⟩ computed once per call,
+and the signal patches' terms of (E.2) add up as scalars A_{m,r,j} (and B_{m,j} for o) before one
+small product with the signals. The NumPy twins are in `lab.kernels.structured_numpy`.
+
+The noise patches are the only dense work left. With Q = 1 (P = 4) a sample has one noise patch, too
+few for the patch-by-filter tiles of `lab.kernels.routed`; so the routed kernels here group the samples
+by expert (a stable sort of the routes) and work on tiles of four samples of one expert by four
+filters: each vectorised pass over d loads eight rows and feeds sixteen products.
+
+Determinism is that of `lab.kernels.routed`: the tiles are fixed by the routes, reductions use a
+number of chunks that depends on n only, each chunk reduced into its own buffers, and the buffers
+are added in chunk order. z (n, S + Q, J) lists the signal patches first, then the noise patches.
+The names in `__all__` are Python entry points that check their arguments with `lab.kernels._checks`
+(the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from lab.kernels import _checks
+from lab.kernels.routed import _expert_on_sample, _reduction_chunks, _sigma, _slopes
+from lab.kernels.structured_numpy import signal_gradient, signal_products
+
+__all__ = ["structured_backward", "structured_dense_forward", "structured_forward", "structured_step"]
+
+TILE = 4  # samples of one expert per tile
+BLOCK = 256  # consecutive samples grouped by expert together (their noise patches fit in L2)
+
+
+@njit(cache=True, inline="always")
+def _signal_z(G, b, index, scale, i, m, zrow):
+    """zrow[t, j] = s_{i,t} G_{m,r,j} + b_{m,j} for sample i's signal patches t: ⟨w, s u + o⟩ (Def. 3.1)."""
+    for t in range(index.shape[1]):
+        r, s = index[i, t], scale[i, t]
+        for j in range(G.shape[2]):
+            zrow[t, j] = s * G[m, r, j] + b[m, j]
+
+
+@njit(cache=True, inline="always")
+def _tile_rows(order, tiles, t):
+    """The expert, the number of valid samples and the four sample indices of tile t (the last repeated)."""
+    start, count, m = tiles[t, 0], tiles[t, 1], tiles[t, 2]
+    i0 = order[start]
+    i1 = order[start + min(1, count - 1)]
+    i2 = order[start + min(2, count - 1)]
+    i3 = order[start + min(3, count - 1)]
+    return m, count, i0, i1, i2, i3
+
+
+@njit(cache=True, inline="always")
+def _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile):
+    """ztile[a] (S + Q, J) = the pre-activations of sample i_a under expert m; noise by 4 × 4 tiles."""
+    S, Q, d, J = index.shape[1], noise.shape[1], noise.shape[2], W.shape[1]
+    for q in range(Q):
+        x0, x1, x2, x3 = noise[i0, q], noise[i1, q], noise[i2, q], noise[i3, q]
+        p = S + q
+        j = 0
+        while j + 4 <= J:
+            u0, u1, u2, u3 = W[m, j], W[m, j + 1], W[m, j + 2], W[m, j + 3]
+            s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0.0
+            s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = 0.0
+            for k in range(d):
+                a0, a1, a2, a3 = x0[k], x1[k], x2[k], x3[k]
+                c0, c1, c2, c3 = u0[k], u1[k], u2[k], u3[k]
+                s00 += a0 * c0
+                s01 += a0 * c1
+                s02 += a0 * c2
+                s03 += a0 * c3
+                s10 += a1 * c0
+                s11 += a1 * c1
+                s12 += a1 * c2
+                s13 += a1 * c3
+                s20 += a2 * c0
+                s21 += a2 * c1
+                s22 += a2 * c2
+                s23 += a2 * c3
+                s30 += a3 * c0
+                s31 += a3 * c1
+                s32 += a3 * c2
+                s33 += a3 * c3
+            ztile[0, p, j], ztile[0, p, j + 1], ztile[0, p, j + 2], ztile[0, p, j + 3] = s00, s01, s02, s03
+            ztile[1, p, j], ztile[1, p, j + 1], ztile[1, p, j + 2], ztile[1, p, j + 3] = s10, s11, s12, s13
+            ztile[2, p, j], ztile[2, p, j + 1], ztile[2, p, j + 2], ztile[2, p, j + 3] = s20, s21, s22, s23
+            ztile[3, p, j], ztile[3, p, j + 1], ztile[3, p, j + 2], ztile[3, p, j + 3] = s30, s31, s32, s33
+            j += 4
+        while j < J:
+            u = W[m, j]
+            s0 = s1 = s2 = s3 = 0.0
+            for k in range(d):
+                s0 += u[k] * x0[k]
+                s1 += u[k] * x1[k]
+                s2 += u[k] * x2[k]
+                s3 += u[k] * x3[k]
+            ztile[0, p, j], ztile[1, p, j], ztile[2, p, j], ztile[3, p, j] = s0, s1, s2, s3
+            j += 1
+    _signal_z(G, b, index, scale, i0, m, ztile[0])
+    _signal_z(G, b, index, scale, i1, m, ztile[1])
+    _signal_z(G, b, index, scale, i2, m, ztile[2])
+    _signal_z(G, b, index, scale, i3, m, ztile[3])
+
+
+@njit(cache=True, inline="always")
+def _tile_gradient(index, scale, noise, i0, i1, i2, i3, gtile, grad, A, B):
+    """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q} by 4 × 4 tiles; the signal scalars A (R, J), B (J,)."""
+    S, Q, d, J = index.shape[1], noise.shape[1], noise.shape[2], gtile.shape[2]
+    for q in range(Q):
+        x0, x1, x2, x3 = noise[i0, q], noise[i1, q], noise[i2, q], noise[i3, q]
+        p = S + q
+        j = 0
+        while j + 4 <= J:
+            a0, a1, a2, a3 = gtile[0, p, j], gtile[1, p, j], gtile[2, p, j], gtile[3, p, j]
+            b0, b1, b2, b3 = gtile[0, p, j + 1], gtile[1, p, j + 1], gtile[2, p, j + 1], gtile[3, p, j + 1]
+            c0, c1, c2, c3 = gtile[0, p, j + 2], gtile[1, p, j + 2], gtile[2, p, j + 2], gtile[3, p, j + 2]
+            e0, e1, e2, e3 = gtile[0, p, j + 3], gtile[1, p, j + 3], gtile[2, p, j + 3], gtile[3, p, j + 3]
+            r0, r1, r2, r3 = grad[j], grad[j + 1], grad[j + 2], grad[j + 3]
+            for k in range(d):
+                v0, v1, v2, v3 = x0[k], x1[k], x2[k], x3[k]
+                r0[k] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
+                r1[k] += b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3
+                r2[k] += c0 * v0 + c1 * v1 + c2 * v2 + c3 * v3
+                r3[k] += e0 * v0 + e1 * v1 + e2 * v2 + e3 * v3
+            j += 4
+        while j < J:
+            a0, a1, a2, a3 = gtile[0, p, j], gtile[1, p, j], gtile[2, p, j], gtile[3, p, j]
+            r0 = grad[j]
+            for k in range(d):
+                r0[k] += a0 * x0[k] + a1 * x1[k] + a2 * x2[k] + a3 * x3[k]
+            j += 1
+    for a, i in enumerate((i0, i1, i2, i3)):
+        for t in range(S):
+            r, s = index[i, t], scale[i, t]
+            for j in range(J):
+                A[r, j] += s * gtile[a, t, j]
+                B[j] += gtile[a, t, j]
+
+
+@njit(cache=True, inline="always")
+def _logistic_slope(margin):
+    """ℓ'(margin) = −1 / (1 + e^{margin}) of (3.3), without overflow."""
+    if margin < 0:
+        return -1.0 / (1.0 + math.exp(margin))
+    return -math.exp(-margin) / (1.0 + math.exp(-margin))
+
+
+@njit(cache=True)
+def _tiles(routes, M, block):
+    """Samples grouped by expert within blocks of `block` consecutive samples (a stable counting sort),
+    and tiles (T, 3) of (start in that order, samples <= TILE, expert): a block's noise stays in cache."""
+    n = routes.shape[0]
+    groups = (n + block - 1) // block * M
+    counts = np.zeros(groups, dtype=np.int64)
+    for i in range(n):
+        counts[i // block * M + routes[i]] += 1
+    starts = np.empty(groups, dtype=np.int64)
+    total = T = 0
+    for g in range(groups):
+        starts[g] = total
+        total += counts[g]
+        T += (counts[g] + TILE - 1) // TILE
+    order = np.empty(n, dtype=np.int64)
+    fill = starts.copy()
+    for i in range(n):
+        g = i // block * M + routes[i]
+        order[fill[g]] = i
+        fill[g] += 1
+    tiles = np.empty((T, 3), dtype=np.int64)
+    t = 0
+    for g in range(groups):
+        for a in range(0, counts[g], TILE):
+            tiles[t, 0], tiles[t, 1], tiles[t, 2] = starts[g] + a, min(TILE, counts[g] - a), g % M
+            t += 1
+    return order, tiles
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def _structured_forward(G, b, index, scale, noise, W, order, tiles, act):
+    """Each sample through its routed expert: f_{m_i}(x_i) (3.1) and z (n, S + Q, J), tile by tile."""
+    n, P, J = noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1]
+    z = np.empty((n, P, J), dtype=noise.dtype)
+    f = np.empty(n, dtype=noise.dtype)
+    T = tiles.shape[0]
+    chunks = _reduction_chunks(n)
+    for c in prange(chunks):
+        ztile = np.empty((TILE, P, J), dtype=noise.dtype)
+        for t in range(c * T // chunks, (c + 1) * T // chunks):
+            m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
+            _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile)
+            for a in range(count):
+                i = order[tiles[t, 0] + a]
+                total = 0.0
+                for p in range(P):
+                    for j in range(J):
+                        z[i, p, j] = ztile[a, p, j]
+                        total += _sigma(ztile[a, p, j], act)
+                f[i] = total
+    return f, z
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act):
+    """Per chunk: the noise patches' sum in (E.2) (M, J, d) and the signal scalars A (M, R, J), B (M, J)."""
+    n, d = noise.shape[0], noise.shape[2]
+    P, J = z.shape[1], z.shape[2]
+    T = tiles.shape[0]
+    chunks = _reduction_chunks(n)
+    buffers = np.zeros((chunks, M, J, d), dtype=noise.dtype)
+    A = np.zeros((chunks, M, R, J), dtype=noise.dtype)
+    B = np.zeros((chunks, M, J), dtype=noise.dtype)
+    for c in prange(chunks):
+        gtile = np.zeros((TILE, P, J), dtype=noise.dtype)
+        for t in range(c * T // chunks, (c + 1) * T // chunks):
+            m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
+            for a in range(TILE):
+                if a < count:
+                    i = order[tiles[t, 0] + a]
+                    _slopes(z[i], coef[i], act, gtile[a])
+                else:
+                    gtile[a] = 0.0  # a repeated sample: computed, never counted
+            _tile_gradient(index, scale, noise, i0, i1, i2, i3, gtile, buffers[c, m], A[c, m], B[c, m])
+    return buffers, A, B
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def _structured_step(G, b, index, scale, noise, W, order, tiles, margin_scale, act):
+    """Fused forward and backward of mean_i ℓ(s_i f_{m_i}(x_i)), ℓ logistic (3.3), tile by tile (E.2)."""
+    n, d = noise.shape[0], noise.shape[2]
+    P, M, J, R = index.shape[1] + noise.shape[1], W.shape[0], W.shape[1], G.shape[1]
+    T = tiles.shape[0]
+    f = np.empty(n, dtype=noise.dtype)
+    chunks = _reduction_chunks(n)
+    buffers = np.zeros((chunks, M, J, d), dtype=noise.dtype)
+    A = np.zeros((chunks, M, R, J), dtype=noise.dtype)
+    B = np.zeros((chunks, M, J), dtype=noise.dtype)
+    for c in prange(chunks):
+        ztile = np.empty((TILE, P, J), dtype=noise.dtype)
+        for t in range(c * T // chunks, (c + 1) * T // chunks):
+            m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
+            _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile)
+            for a in range(TILE):
+                if a < count:
+                    i = order[tiles[t, 0] + a]
+                    total = 0.0
+                    for p in range(P):
+                        for j in range(J):
+                            total += _sigma(ztile[a, p, j], act)
+                    f[i] = total
+                    slope = _logistic_slope(margin_scale[i] * total)
+                    _slopes(ztile[a], slope * margin_scale[i] / n, act, ztile[a])
+                else:
+                    ztile[a] = 0.0  # a repeated sample: computed, never counted
+            _tile_gradient(index, scale, noise, i0, i1, i2, i3, ztile, buffers[c, m], A[c, m], B[c, m])
+    return f, buffers, A, B
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def _structured_dense_forward(G, b, index, scale, noise, W, act):
+    """Every expert on every sample, f_m(x_i) (3.1), shape (n, M), from the structure."""
+    n, M, J = noise.shape[0], W.shape[0], W.shape[1]
+    S = index.shape[1]
+    out = np.empty((n, M), dtype=noise.dtype)
+    for i in prange(n):
+        zrow = np.empty((S + noise.shape[1], J), dtype=noise.dtype)
+        for m in range(M):
+            total = _expert_on_sample(noise, i, W, m, zrow[S:], act)
+            _signal_z(G, b, index, scale, i, m, zrow)
+            for t in range(S):
+                for j in range(J):
+                    total += _sigma(zrow[t, j], act)
+            out[i, m] = total
+    return out
+
+
+# ------------------------------------------------------------------ checked entry points (see `_checks`)
+
+
+def _prepared(signals, offset, index, scale, noise, W):
+    """The arrays in noise's dtype (contiguous) with G and b of `signal_products`."""
+    dtype = noise.dtype
+    signals, offset, scale, W = (np.ascontiguousarray(a, dtype=dtype) for a in (signals, offset, scale, W))
+    G, b = signal_products(signals, offset, W)
+    return G, np.ascontiguousarray(b), np.ascontiguousarray(index, dtype=np.int64), scale, W
+
+
+def _in_order(buffers, signals, offset, A, B):
+    """∇W of (E.2): the chunks' noise sums and signal scalars added in chunk order (serial NumPy, small)."""
+    dtype = buffers.dtype
+    signals, offset = signals.astype(dtype, copy=False), offset.astype(dtype, copy=False)
+    return buffers.sum(axis=0) + signal_gradient(signals, offset, A.sum(axis=0), B.sum(axis=0))
+
+
+def structured_forward(signals, offset, signal_index, signal_scale, noise, W, routes, act):
+    """f_{m_i}(x_i) (3.1) and z (n, S + Q, J) of each sample's routed expert, from the structure."""
+    signals, offset, index, scale, noise, W, routes, act = _checks.structured_forward(
+        signals, offset, signal_index, signal_scale, noise, W, routes, act
+    )
+    G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
+    return _structured_forward(G, b, index, scale, noise, W, *_tiles(routes, W.shape[0], BLOCK), act)
+
+
+def structured_backward(signals, offset, signal_index, signal_scale, noise, z, routes, coef, M, act):
+    """Σ_{i: m_i = m} coef_i Σ_p σ'(z_{i,p,j}) x_i⁽ᵖ⁾ for each (m, j): the sum in (E.2), shape (M, J, d)."""
+    signals, offset, index, scale, noise, z, routes, coef, M, act = _checks.structured_backward(
+        signals, offset, signal_index, signal_scale, noise, z, routes, coef, M, act
+    )
+    scale, coef = (np.ascontiguousarray(a, dtype=noise.dtype) for a in (scale, coef))
+    index = np.ascontiguousarray(index, dtype=np.int64)
+    order, tiles = _tiles(routes, M, BLOCK)
+    buffers, A, B = _structured_backward(signals.shape[0], index, scale, noise, z, order, tiles, coef, M, act)
+    return _in_order(buffers, signals, offset, A, B)
+
+
+def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act):
+    """f (n,) and ∇_W of (3.3) by (E.2) for the logistic loss, in one pass over the structure."""
+    signals, offset, index, scale, noise, W, routes, margin_scale, act = _checks.structured_step(
+        signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act
+    )
+    G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
+    margin_scale = np.ascontiguousarray(margin_scale, dtype=noise.dtype)
+    order, tiles = _tiles(routes, W.shape[0], BLOCK)
+    f, buffers, A, B = _structured_step(G, b, index, scale, noise, W, order, tiles, margin_scale, act)
+    return f, _in_order(buffers, signals, offset, A, B)
+
+
+def structured_dense_forward(signals, offset, signal_index, signal_scale, noise, W, act):
+    """Every expert on every sample, f_m(x_i) (3.1), shape (n, M), from the structure."""
+    signals, offset, index, scale, noise, W, act = _checks.structured_dense_forward(
+        signals, offset, signal_index, signal_scale, noise, W, act
+    )
+    G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
+    return _structured_dense_forward(G, b, index, scale, noise, W, act)

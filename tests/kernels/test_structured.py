@@ -1,0 +1,250 @@
+"""Structured and dense paths agree to rounding (kernels and whole steps), and a wrong structure is caught."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lab.chen2022 import data, structured, training
+from lab.chen2022.baselines import single_config
+from lab.chen2022.plan import resolve
+from lab.kernels import backend
+from lab.kernels.activations import ACTIVATION_CODES
+
+LIBS = {name: backend(name) for name in ("numba", "numpy")}
+dense = backend("numpy")  # the reference: the dense NumPy twins, in float64
+TOL = {np.float64: 1e-10, np.float32: 3e-4}  # relative to the largest entry of the reference
+
+
+def assert_agree(actual, reference, rtol, what=""):
+    """|actual − reference| <= rtol · max|reference| entrywise (a sum rounds relative to its terms)."""
+    actual, reference = np.asarray(actual, dtype=np.float64), np.asarray(reference, dtype=np.float64)
+    assert actual.shape == reference.shape, what
+    bound = rtol * max(float(np.max(np.abs(reference), initial=0.0)), 1e-300)
+    worst = float(np.max(np.abs(actual - reference), initial=0.0))
+    assert worst <= bound, f"{what}: worst deviation {worst:.3g} > {bound:.3g}"
+
+
+def _problem(seed, n, S, Q, R, d, M, J, bias, dtype):
+    """A random structure (any signals, an offset or none) and its dense x, plus W, routes, coefficients."""
+    rng = np.random.default_rng(seed)
+    signals = rng.normal(size=(R, d))
+    offset = rng.normal(size=d) if bias else np.zeros(d)
+    index = rng.integers(0, R, size=(n, S))
+    scale = rng.uniform(-3, 3, size=(n, S))
+    noise = rng.normal(size=(n, Q, d)).astype(dtype)
+    W = (rng.normal(size=(M, J, d)) / np.sqrt(d)).astype(dtype)
+    arrays = (signals.astype(dtype), offset.astype(dtype), index, scale.astype(dtype), noise)
+    return arrays, W, rng.integers(0, M, n), rng.normal(size=n).astype(dtype)
+
+
+def _dense_x(signals, offset, index, scale, noise):
+    """x (n, S + Q, d): signal patches s u_r + o first, then the noise patches, in float64."""
+    f64 = [np.asarray(a, dtype=np.float64) for a in (signals, offset, scale, noise)]
+    signals, offset, scale, noise = f64
+    return np.concatenate([scale[:, :, None] * signals[index] + offset, noise], axis=1)
+
+
+def _kernel_disagreements(lib, arrays, W, routes, coef, act, rtol):
+    """Compare every structured kernel of `lib` with the dense NumPy twin on the rebuilt x."""
+    x, W64, coef64 = _dense_x(*arrays), W.astype(np.float64), coef.astype(np.float64)
+    M = W.shape[0]
+    f, z = lib.structured_forward(*arrays, W, routes, act)
+    f_ref, z_ref = dense.routed_forward(x, W64, routes, act)
+    assert f.dtype == arrays[-1].dtype
+    assert_agree(z, z_ref, rtol, "z")
+    assert_agree(f, f_ref, rtol, "f")
+    grad = lib.structured_backward(*arrays, z, routes, coef, M, act)
+    assert_agree(grad, dense.routed_backward(x, z_ref, routes, coef64, M, act), rtol, "backward")
+    f_step, grad_step = lib.structured_step(*arrays, W, routes, coef, act)
+    f_step_ref, grad_step_ref = dense.routed_step(x, W64, routes, coef64, act)
+    assert_agree(f_step, f_step_ref, rtol, "step f")
+    assert_agree(grad_step, grad_step_ref, rtol, "step gradient")
+    assert_agree(
+        lib.structured_dense_forward(*arrays, W, act), dense.dense_forward(x, W64, act), rtol, "dense"
+    )
+
+
+kernel_cases = dict(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 40),
+    S=st.integers(0, 3),
+    Q=st.integers(0, 4),
+    R=st.integers(2, 8),
+    d=st.integers(1, 13),
+    M=st.integers(1, 4),
+    J=st.integers(1, 9),
+    bias=st.booleans(),
+    act=st.sampled_from(sorted(ACTIVATION_CODES)),
+    lib=st.sampled_from(sorted(LIBS)),
+    dtype=st.sampled_from([np.float64, np.float32]),
+)
+
+
+@given(**kernel_cases)
+def test_structured_kernels_agree_with_the_dense_path(seed, n, S, Q, R, d, M, J, bias, act, lib, dtype):
+    if S + Q == 0:
+        S = 1
+    arrays, W, routes, coef = _problem(seed, n, S, Q, R, d, M, J, bias, dtype)
+    _kernel_disagreements(LIBS[lib], arrays, W, routes, coef, ACTIVATION_CODES[act], TOL[dtype])
+
+
+@given(**kernel_cases)
+def test_the_agreement_check_catches_a_signal_index_off_by_one(
+    seed, n, S, Q, R, d, M, J, bias, act, lib, dtype
+):
+    """Negative control: the same comparison fails when every signal index is shifted by one."""
+    arrays, W, routes, _ = _problem(seed, n, max(S, 1), Q, R, d, M, J, bias, dtype)
+    signals, offset, index, scale, noise = arrays
+    wrong = (signals, offset, (index + 1) % R, scale, noise)
+    code, W64 = ACTIVATION_CODES[act], W.astype(np.float64)
+    z_right = dense.routed_forward(_dense_x(*arrays), W64, routes, code)[1]
+    z_wrong = dense.routed_forward(_dense_x(*wrong), W64, routes, code)[1]
+    if np.max(np.abs(z_wrong - z_right)) <= 10 * TOL[dtype] * np.max(np.abs(z_right)):
+        return  # the shift leaves z within the tolerance (a tie of random signals): nothing to detect
+    with pytest.raises(AssertionError):
+        assert_agree(LIBS[lib].structured_forward(*wrong, W, routes, code)[1], z_right, TOL[dtype], "z")
+
+
+def test_multi_chunk_reductions_and_thread_count():
+    """n large enough for several reduction chunks and tiles; the result does not depend on the threads."""
+    import numba
+
+    arrays, W, routes, coef = _problem(5, 3001, 3, 2, 8, 21, 5, 7, True, np.float64)
+    _kernel_disagreements(LIBS["numba"], arrays, W, routes, coef, 0, TOL[np.float64])
+    before = numba.get_num_threads()
+    try:
+        runs = []
+        for threads in (1, before):
+            numba.set_num_threads(threads)
+            runs.append(LIBS["numba"].structured_step(*arrays, W, routes, coef, 0))
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+
+
+# ------------------------------------------------------------------ whole steps: experts, loss, router
+
+
+def _batches(K, P, d, cfg, seed):
+    config = data.DataConfig(K=K, P=P, d=d)
+    rng = np.random.default_rng(seed)
+    signals = data.make_signals(config, rng)
+    sample = data.sample(config, signals, 60, rng)
+    structured_cfg = dataclasses.replace(cfg, structured=True)
+    return (
+        training.prepare(sample, cfg),
+        training.prepare(sample, structured_cfg, signals),
+        structured_cfg,
+        training.init_experts(cfg, d, rng),
+        rng,
+    )
+
+
+def _step_disagreements(dense_batch, structured_batch, cfg, structured_cfg, W, Theta, rtol):
+    """One step of Algorithm 1 both ways: the same routes; f, loss, ∇W and ∇Θ agree to `rtol`."""
+    W1, Theta1, ref = training.algorithm1_step(dense_batch, W, Theta, 11, resolve(cfg))
+    W2, Theta2, got = training.algorithm1_step(structured_batch, W, Theta, 11, resolve(structured_cfg))
+    np.testing.assert_array_equal(got.routes, ref.routes)  # the router sees the same s
+    assert_agree(got.out.f, ref.out.f, rtol, "f")
+    assert_agree(got.out.loss, ref.out.loss, rtol, "loss")
+    assert_agree(got.out.grad_W, ref.out.grad_W, rtol, "grad W")
+    assert_agree((Theta - Theta2) / cfg.eta_r, (Theta - Theta1) / cfg.eta_r, rtol, "grad Theta")
+    assert_agree(W2, W1, rtol, "W after the step")
+
+
+step_cases = dict(
+    K=st.integers(2, 3),
+    P=st.integers(3, 6),
+    extra_d=st.integers(0, 4),
+    M=st.integers(1, 4),
+    J=st.sampled_from([2, 4, 6]),
+    activation=st.sampled_from(sorted(ACTIVATION_CODES)),
+    readout=st.sampled_from(["sum", "two-logit"]),
+    variant=st.sampled_from(["paper", "reference-code"]),
+    lib=st.sampled_from(sorted(LIBS)),
+    seed=st.integers(0, 2**31),
+)
+
+
+@given(**step_cases)
+def test_algorithm1_step_agrees_structured_and_dense(
+    K, P, extra_d, M, J, activation, readout, variant, lib, seed
+):
+    cfg = training.variant_config(variant, M=M, J=J, activation=activation, readout=readout, backend=lib)
+    dense_batch, structured_batch, structured_cfg, W, rng = _batches(K, P, 2 * K + extra_d, cfg, seed)
+    W = W * 30.0  # out of the small-init regime, so σ's curvature shows
+    Theta = rng.normal(0.0, 0.3, size=(2 * K + extra_d, M))
+    _step_disagreements(dense_batch, structured_batch, cfg, structured_cfg, W, Theta, 1e-9)
+    h = structured.router_logits(structured_batch.xk, Theta)
+    assert_agree(h, dense_batch.s @ Theta, 1e-12, "router logits")
+    dh = rng.normal(size=h.shape)
+    assert_agree(
+        structured.router_gradient(structured_batch.xk, dh), dense_batch.s.T @ dh, 1e-12, "router grad"
+    )
+    f_all = resolve(structured_cfg).experts.dense(structured_batch.xk, W)
+    assert_agree(f_all, resolve(cfg).experts.dense(dense_batch.xk, W), 1e-9, "all experts")
+
+
+@given(**{k: v for k, v in step_cases.items() if k not in ("M", "readout")})
+def test_single_cnn_pass_agrees_structured_and_dense(K, P, extra_d, J, activation, variant, lib, seed):
+    """The single CNN's pass (one expert, gate 1, its own readout and loss) both ways."""
+    cfg = dataclasses.replace(single_config(variant, activation=activation, J=J).expert_config(), backend=lib)
+    dense_batch, structured_batch, structured_cfg, W, _ = _batches(K, P, 2 * K + extra_d, cfg, seed)
+    routes, gate = np.zeros(dense_batch.n, dtype=np.int64), np.ones(dense_batch.n)
+    ref = resolve(cfg).expert_pass(dense_batch, W, routes, gate)
+    got = resolve(structured_cfg).expert_pass(structured_batch, W, routes, gate)
+    for name in ("f", "loss", "dF", "grad_W"):
+        assert_agree(getattr(got, name), getattr(ref, name), 1e-9, name)
+
+
+def test_the_step_check_catches_a_signal_index_off_by_one():
+    """Negative control for the whole step: shift every signal index by one and the comparison fails."""
+    cfg = training.variant_config("paper", M=3, J=4)
+    dense_batch, structured_batch, structured_cfg, W, rng = _batches(3, 4, 9, cfg, 0)
+    xk = structured_batch.xk
+    wrong = dataclasses.replace(xk, signal_index=(xk.signal_index + 1) % xk.signals.shape[0])
+    wrong_batch = dataclasses.replace(structured_batch, xk=wrong)
+    Theta = rng.normal(0.0, 0.3, size=(9, 3))
+    _step_disagreements(dense_batch, structured_batch, cfg, structured_cfg, W * 30, Theta, 1e-9)
+    with pytest.raises(AssertionError):
+        _step_disagreements(dense_batch, wrong_batch, cfg, structured_cfg, W * 30, Theta, 1e-9)
+
+
+@pytest.mark.parametrize("lib", sorted(LIBS))
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            dict(signal_index=np.full((5, 2), 8)),
+            r"signal_index must be integers in \[0, R=8\), got values in \[8, 8\]",
+        ),
+        (dict(signal_index=np.zeros((5, 2))), r"signal_index must be an integer array"),
+        (dict(signal_scale=np.zeros((5, 3))), r"signal_scale must have shape \(n, S\) of signal_index"),
+        (dict(signals=np.zeros((8, 4))), r"signals must have shape \(R, d\) with d = 6 from noise"),
+        (dict(offset=np.zeros(5)), r"offset must have shape \(d,\) with d = 6 from noise"),
+        (dict(W=np.zeros((2, 3, 5))), r"W must have shape \(M, J, d\) with d = noise.shape\[2\] = 6"),
+        (dict(routes=np.full(5, 2)), r"routes must be integers in \[0, M=2\)"),
+        (dict(act=9), r"act must be one of 0 \(cubic\)"),
+        (dict(signal_index=np.zeros((5, 0), dtype=int), noise=np.zeros((5, 0, 6))), r"at least one patch"),
+    ],
+)
+def test_bad_inputs_raise_the_same_error_on_both_backends(lib, change, message):
+    args = dict(
+        signals=np.zeros((8, 6)),
+        offset=np.zeros(6),
+        signal_index=np.zeros((5, 2), dtype=int),
+        signal_scale=np.zeros((5, 2)),
+        noise=np.zeros((5, 1, 6)),
+        W=np.zeros((2, 3, 6)),
+        routes=np.zeros(5, dtype=int),
+        act=0,
+    )
+    if "signal_index" in change and change["signal_index"].shape[1] == 0:
+        args["signal_scale"] = np.zeros((5, 0))
+    args.update(change)
+    with pytest.raises(ValueError if "integer array" not in message else TypeError, match=message):
+        LIBS[lib].structured_forward(**args)
