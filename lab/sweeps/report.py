@@ -52,8 +52,8 @@ def sweep_status(spec: SweepSpec, store: SweepStore, keep_stale: bool = False) -
     grid = key_prefixes(spec)
     ours = contains(grid, table.prefix)
     failed, stale = ours & table.failed & ~table.stale, ours & table.stale
-    rows = store.failed_rows(spec.task)
-    failures = [row for row, keep in zip(rows, _in_grid(grid, rows), strict=True) if keep]
+    keys = table.failed_keys
+    failures = store.rows(key for key, keep in zip(keys, _in_grid(grid, keys), strict=True) if keep)
     return SweepStatus(
         total=len(grid),
         done=int(ours.sum() - failed.sum() - stale.sum()),
@@ -64,9 +64,8 @@ def sweep_status(spec: SweepSpec, store: SweepStore, keep_stale: bool = False) -
     )
 
 
-def _in_grid(grid: np.ndarray, rows: list[StoredTask]) -> np.ndarray:
-    prefixes = prefix_array(b"".join(bytes.fromhex(row.key[:32]) for row in rows))
-    return contains(grid, prefixes)
+def _in_grid(grid: np.ndarray, keys: list[str]) -> np.ndarray:
+    return contains(grid, prefix_array(b"".join(bytes.fromhex(key[:32]) for key in keys)))
 
 
 def format_status(spec: SweepSpec, store: SweepStore, status: SweepStatus) -> str:

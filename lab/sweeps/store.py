@@ -65,12 +65,16 @@ CREATE TABLE IF NOT EXISTS tasks (
 
 @dataclass(frozen=True)
 class TaskTable:
-    """One task's rows as columns: 128-bit key prefixes ((n, 2) uint64), failed and stale flags, seconds."""
+    """One task's rows as columns: 128-bit key prefixes ((n, 2) uint64), failed and stale flags, seconds.
+
+    `failed_keys` are the full keys of the failed rows, in table order.
+    """
 
     prefix: np.ndarray
     failed: np.ndarray
     stale: np.ndarray
     seconds: np.ndarray
+    failed_keys: list[str]
 
 
 @dataclass(frozen=True)
@@ -185,33 +189,28 @@ class SweepStore:
         """Every row of one task as arrays (key prefix, failed, stale, seconds): what `sweep status` counts.
 
         Rows are fetched in chunks and kept as NumPy arrays, so 10⁶ rows cost about 50 MB; a row
-        is stale when `code` is given and differs from the row's.
+        is stale when `code` is given and differs from the row's. One pass over the table.
         """
         query = (
-            f"SELECT substr(key, 1, 32), status = 'failed', {self._code} != ?, seconds "
+            f"SELECT substr(key, 1, 32), CASE WHEN status = 'failed' THEN key END, {self._code} != ?, "
+            "seconds "
             "FROM tasks WHERE task = ?"
         )
-        parts = []
+        parts, failed_keys = [], []
         try:
             cursor = self._db.execute(query, ("" if code is None else code, task))
             while chunk := cursor.fetchmany(1 << 16):
                 keys, failed, stale, seconds = zip(*chunk, strict=True)
                 prefix = np.frombuffer(bytes.fromhex("".join(keys)), dtype=">u8").astype(np.uint64)
-                parts.append(
-                    (prefix.reshape(-1, 2), np.array(failed, bool), np.array(stale, bool), np.array(seconds))
-                )
+                flags = np.array([key is not None for key in failed])
+                parts.append((prefix.reshape(-1, 2), flags, np.array(stale, bool), np.array(seconds)))
+                failed_keys += [key for key in failed if key is not None]
         except sqlite3.DatabaseError as exc:
             raise InputError(f"store {self.path}: {_damaged(exc)}") from None
         if not parts:
             parts = [(np.empty((0, 2), np.uint64), np.empty(0, bool), np.empty(0, bool), np.empty(0))]
         prefix, failed, stale, seconds = (np.concatenate(column) for column in zip(*parts, strict=True))
-        return TaskTable(prefix, failed, stale & (code is not None), seconds)
-
-    def failed_rows(self, task: str) -> list[StoredTask]:
-        """The failed rows of one task (full rows: params and error), in key order."""
-        columns = ", ".join((*_COLUMNS, self._code))
-        query = f"SELECT {columns} FROM tasks WHERE task = ? AND status = 'failed' ORDER BY key"
-        return [_row(values) for values in self._execute(query, (task,))]
+        return TaskTable(prefix, failed, stale & (code is not None), seconds, failed_keys)
 
     @property
     def _code(self) -> str:

@@ -202,7 +202,7 @@ def key_prefixes(spec: SweepSpec) -> np.ndarray:
     """
     digests = bytearray()
     sha256 = hashlib.sha256
-    for text in _key_texts(spec):
+    for text in key_texts(spec):
         digests += sha256(text).digest()[:16]
     return prefix_array(bytes(digests))
 
@@ -214,19 +214,20 @@ def prefix_array(raw: bytes) -> np.ndarray:
 
 def contains(keys: np.ndarray, probes: np.ndarray) -> np.ndarray:
     """Which rows of `probes` are rows of `keys` (both (n, 2) uint64 prefixes): exact, by sort and search."""
-    order = np.lexsort((keys[:, 1], keys[:, 0]))
+    order, seek = np.argsort(keys[:, 0]), np.argsort(probes[:, 0])
     high, low = keys[order, 0], keys[order, 1]
-    first = np.searchsorted(high, probes[:, 0], side="left")
-    last = np.searchsorted(high, probes[:, 0], side="right")
+    wanted_high, wanted_low = probes[seek, 0], probes[seek, 1]
+    first = np.searchsorted(high, wanted_high, side="left")  # sorted probes: one sweep through `high`
+    last = np.searchsorted(high, wanted_high, side="right")
     found = np.zeros(len(probes), dtype=bool)
     single = last - first == 1
-    found[single] = low[first[single]] == probes[single, 1]
+    found[seek[single]] = low[first[single]] == wanted_low[single]
     for i in np.flatnonzero(last - first > 1):  # equal high halves: ~10⁻⁷ per 10⁶ keys
-        found[i] = bool(np.any(low[first[i] : last[i]] == probes[i, 1]))
+        found[seek[i]] = bool(np.any(low[first[i] : last[i]] == wanted_low[i]))
     return found
 
 
-def _key_texts(spec: SweepSpec) -> Iterator[bytes]:
+def key_texts(spec: SweepSpec) -> Iterator[bytes]:
     """The canonical JSON of each task's configuration (what `task_key` hashes), in no particular order.
 
     For a task with defaults the text is assembled from the fields' pre-serialised values, so a
