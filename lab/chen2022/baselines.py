@@ -3,9 +3,12 @@
 App. A.2: "We train single linear/nonlinear models by Adam ... with learning rate 0.01 and weight
 decay 5e-4". The single CNN is the MoE's expert with M = 1 and gate value 1: its `expert_config()`
 is resolved once per run by `lab.chen2022.plan.resolve`, so it shares the MoE's init, forward/backward
-and options (×10 inputs, bias, two-logit readout, double softmax + CE, early stopping) — only the
-optimizer differs. Weight decay is the L2 term added to the
-gradient, as in PyTorch's Adam.
+and input options (×10 inputs, bias, two-logit readout). The optimizer, the loss and the stopping
+rule are the single model's own: the authors' code trains its single CNN with plain cross-entropy
+on the two raw logits (the logistic loss of the margin l₁ − l₀; the double softmax belongs to the
+MoE's forward only) and stops it before an update, from step 500 on, when the loss has risen 0.02
+above its minimum (no floor clause). Weight decay is the L2 term added to the gradient, as in
+PyTorch's Adam.
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ class SingleConfig:
     input_scale: float = 1.0
     readout: str = "sum"
     loss: str = "logistic"
-    early_stopping: bool = False
+    stopping: str = "none"  # one of STOPPING
     stop_rise: float = 0.02
+    stop_start: int = 500  # "after-warmup": the first step at which the rule is tested
     record_every: int = 10
     backend: str = "numba"
 
@@ -57,6 +61,10 @@ class SingleConfig:
             raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
         if not all(0.0 <= b < 1.0 for b in self.betas) or len(self.betas) != 2:
             raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
+        if self.stopping not in STOPPING:
+            raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {self.stopping!r}")
+        if isinstance(self.stop_start, bool) or not isinstance(self.stop_start, int) or self.stop_start < 0:
+            raise ValueError(f"stop_start must be an integer >= 0, got {self.stop_start!r}")
         self.expert_config()  # validates the shared fields
 
     def expert_config(self) -> TrainConfig:
@@ -73,21 +81,26 @@ class SingleConfig:
             readout=self.readout,
             loss=self.loss,
             steps=self.steps,
-            early_stopping=self.early_stopping,
+            early_stopping=self.stopping == "moe",
             stop_rise=self.stop_rise,
             record_every=self.record_every,
             backend=self.backend,
         )
 
 
+STOPPING = (
+    "none",
+    "moe",
+    "after-warmup",
+)  # all steps; the MoE's rule (plan.should_stop); the authors' single's
 SIGNED_READOUT = "two-logit"  # a_j = −1 for the first J/2 filters, +1 for the rest
 SINGLE_REFERENCE_CODE = {
     "input_scale": 10.0,
     "bias": True,
     "readout": "two-logit",
-    "loss": "double-softmax-ce",
+    "loss": "logistic",  # plain CE on the two raw logits
     "init": "uniform",
-    "early_stopping": True,
+    "stopping": "after-warmup",
     "steps": 801,
 }
 
@@ -135,6 +148,7 @@ def train_single(
     hist: dict[str, list] = {"step": [], "loss": [], "train_accuracy": []}
     best, stopped, t = np.inf, False, 0
     b1, b2 = cfg.betas
+    warmup = cfg.stop_start if cfg.stopping == "after-warmup" else cfg.steps  # no test before this step
     with Progress(cfg.steps, "single CNN (Adam)", enabled=progress, unit="step") as bar:
         for t in range(cfg.steps):
             out = plan.expert_pass(batch, W, routes, gate)
@@ -143,6 +157,9 @@ def train_single(
                 hist["step"].append(t)
                 hist["loss"].append(loss)
                 hist["train_accuracy"].append(accuracy(batch.y * out.f))
+            if t >= warmup and loss > best + cfg.stop_rise:  # the authors' single: tested before the update
+                stopped = True
+                break
             grad = out.grad_W + cfg.weight_decay * W
             first = b1 * first + (1 - b1) * grad
             second = b2 * second + (1 - b2) * grad * grad

@@ -379,7 +379,48 @@ def test_single_models_with_a_non_odd_activation_get_the_signed_readout():
     assert baselines.single_config("paper", activation="relu", readout="sum").readout == "sum"
 
 
+def test_reference_code_single_has_plain_ce_on_two_raw_logits():
+    """The authors' single CNN: CE on (l₀, l₁) without a softmax in the forward = logistic loss of l₁ − l₀."""
+    cfg = baselines.single_config("reference-code", activation="cubic")
+    assert (cfg.readout, cfg.loss, cfg.stopping, cfg.stop_start) == (
+        "two-logit",
+        "logistic",
+        "after-warmup",
+        500,
+    )
+    loss = P.resolve(cfg.expert_config()).loss
+    logits = np.random.default_rng(3).normal(scale=20.0, size=(50, 2))
+    y = np.where(np.arange(50) % 2 == 0, 1.0, -1.0)
+    label = (y > 0).astype(int)
+    ce = np.logaddexp(
+        0.0, logits[np.arange(50), 1 - label] - logits[np.arange(50), label]
+    )  # −log softmax(l)_y
+    value, _ = loss.value_and_slope(y * (logits[:, 1] - logits[:, 0]))
+    np.testing.assert_allclose(value, ce, rtol=1e-12, atol=1e-300)
+    assert (
+        not cfg.expert_config().early_stopping
+    )  # the MoE's rule (with its floor clause) is not the single's
+
+
+def test_single_after_warmup_stopping_is_tested_before_the_update_and_not_before_stop_start():
+    """Adam at lr 5 raises the loss at once; the rule stops at the first step ≥ stop_start where it rose."""
+    _signals, ds = _problem(n=60)
+    base = {"J": 4, "activation": "cubic", "steps": 40, "lr": 5.0, "record_every": 1}
+    ran = baselines.train_single(ds, baselines.single_config("reference-code", stopping="none", **base), 0)
+    losses = ran.history["loss"]
+    stopped = baselines.train_single(ds, baselines.single_config("reference-code", stop_start=5, **base), 0)
+    assert not ran.stopped_early and ran.steps == 40
+    first = next(t for t in range(5, 40) if losses[t] > min(losses[:t]) + 0.02)
+    assert stopped.stopped_early and stopped.history["step"][-1] == first
+    late = baselines.train_single(ds, baselines.single_config("reference-code", stop_start=40, **base), 0)
+    assert not late.stopped_early and late.steps == 40
+
+
 def test_single_config_validation():
+    with pytest.raises(ValueError, match="stopping"):
+        baselines.SingleConfig(stopping="early")
+    with pytest.raises(ValueError, match="stop_start"):
+        baselines.SingleConfig(stop_start=-1)
     with pytest.raises(ValueError, match="lr"):
         baselines.SingleConfig(lr=0.0)
     with pytest.raises(ValueError, match="activation"):
