@@ -8,8 +8,10 @@ small product with the signals. The NumPy twins are in `lab.kernels.structured_n
 
 The noise patches are the only dense work left. With Q = 1 (P = 4) a sample has one noise patch, too
 few for the patch-by-filter tiles of `lab.kernels.routed`; so the routed kernels here group the samples
-by expert (a stable sort of the routes) and work on tiles of four samples of one expert by four
-filters: each vectorised pass over d loads eight rows and feeds sixteen products.
+by expert (a stable counting sort of the routes within blocks of consecutive samples) and work on
+tiles of four samples of one expert by two filters: each vectorised pass over d loads six rows and
+feeds eight products, and the tile's accumulators and coefficients fit in the 16 AVX2 registers
+(four filters would spill them).
 
 Determinism is that of `lab.kernels.routed`: the tiles are fixed by the routes, reductions use a
 number of chunks that depends on n only, each chunk reduced into its own buffers, and the buffers
@@ -57,40 +59,31 @@ def _tile_rows(order, tiles, t):
 
 @njit(cache=True, inline="always")
 def _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile):
-    """ztile[a] (S + Q, J) = the pre-activations of sample i_a under expert m; noise by 4 × 4 tiles."""
+    """ztile[a] (S + Q, J) = the pre-activations of sample i_a under expert m; noise by 4 × 2 tiles."""
     S, Q, d, J = index.shape[1], noise.shape[1], noise.shape[2], W.shape[1]
     for q in range(Q):
         x0, x1, x2, x3 = noise[i0, q], noise[i1, q], noise[i2, q], noise[i3, q]
         p = S + q
         j = 0
-        while j + 4 <= J:
-            u0, u1, u2, u3 = W[m, j], W[m, j + 1], W[m, j + 2], W[m, j + 3]
-            s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0.0
-            s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = 0.0
+        while j + 2 <= J:
+            u0, u1 = W[m, j], W[m, j + 1]
+            s00 = s01 = s10 = s11 = s20 = s21 = s30 = s31 = 0.0
             for k in range(d):
                 a0, a1, a2, a3 = x0[k], x1[k], x2[k], x3[k]
-                c0, c1, c2, c3 = u0[k], u1[k], u2[k], u3[k]
+                c0, c1 = u0[k], u1[k]
                 s00 += a0 * c0
                 s01 += a0 * c1
-                s02 += a0 * c2
-                s03 += a0 * c3
                 s10 += a1 * c0
                 s11 += a1 * c1
-                s12 += a1 * c2
-                s13 += a1 * c3
                 s20 += a2 * c0
                 s21 += a2 * c1
-                s22 += a2 * c2
-                s23 += a2 * c3
                 s30 += a3 * c0
                 s31 += a3 * c1
-                s32 += a3 * c2
-                s33 += a3 * c3
-            ztile[0, p, j], ztile[0, p, j + 1], ztile[0, p, j + 2], ztile[0, p, j + 3] = s00, s01, s02, s03
-            ztile[1, p, j], ztile[1, p, j + 1], ztile[1, p, j + 2], ztile[1, p, j + 3] = s10, s11, s12, s13
-            ztile[2, p, j], ztile[2, p, j + 1], ztile[2, p, j + 2], ztile[2, p, j + 3] = s20, s21, s22, s23
-            ztile[3, p, j], ztile[3, p, j + 1], ztile[3, p, j + 2], ztile[3, p, j + 3] = s30, s31, s32, s33
-            j += 4
+            ztile[0, p, j], ztile[0, p, j + 1] = s00, s01
+            ztile[1, p, j], ztile[1, p, j + 1] = s10, s11
+            ztile[2, p, j], ztile[2, p, j + 1] = s20, s21
+            ztile[3, p, j], ztile[3, p, j + 1] = s30, s31
+            j += 2
         while j < J:
             u = W[m, j]
             s0 = s1 = s2 = s3 = 0.0
@@ -109,25 +102,21 @@ def _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile):
 
 @njit(cache=True, inline="always")
 def _tile_gradient(index, scale, noise, i0, i1, i2, i3, gtile, grad, A, B):
-    """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q} by 4 × 4 tiles; the signal scalars A (R, J), B (J,)."""
+    """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q} by 4 × 2 tiles; the signal scalars A (R, J), B (J,)."""
     S, Q, d, J = index.shape[1], noise.shape[1], noise.shape[2], gtile.shape[2]
     for q in range(Q):
         x0, x1, x2, x3 = noise[i0, q], noise[i1, q], noise[i2, q], noise[i3, q]
         p = S + q
         j = 0
-        while j + 4 <= J:
+        while j + 2 <= J:
             a0, a1, a2, a3 = gtile[0, p, j], gtile[1, p, j], gtile[2, p, j], gtile[3, p, j]
             b0, b1, b2, b3 = gtile[0, p, j + 1], gtile[1, p, j + 1], gtile[2, p, j + 1], gtile[3, p, j + 1]
-            c0, c1, c2, c3 = gtile[0, p, j + 2], gtile[1, p, j + 2], gtile[2, p, j + 2], gtile[3, p, j + 2]
-            e0, e1, e2, e3 = gtile[0, p, j + 3], gtile[1, p, j + 3], gtile[2, p, j + 3], gtile[3, p, j + 3]
-            r0, r1, r2, r3 = grad[j], grad[j + 1], grad[j + 2], grad[j + 3]
+            r0, r1 = grad[j], grad[j + 1]
             for k in range(d):
                 v0, v1, v2, v3 = x0[k], x1[k], x2[k], x3[k]
                 r0[k] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
                 r1[k] += b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3
-                r2[k] += c0 * v0 + c1 * v1 + c2 * v2 + c3 * v3
-                r3[k] += e0 * v0 + e1 * v1 + e2 * v2 + e3 * v3
-            j += 4
+            j += 2
         while j < J:
             a0, a1, a2, a3 = gtile[0, p, j], gtile[1, p, j], gtile[2, p, j], gtile[3, p, j]
             r0 = grad[j]
