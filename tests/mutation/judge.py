@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.mutation.sampling import load_groups
+from tests.mutation.sampling import load_deselect, load_groups
 
 PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "--benchmark-disable", "-m", "not slow")
 ONE_THREAD = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -48,10 +48,12 @@ def first_failure(output: str) -> str:
 
 def judge(group: str, budget: float, root: Path) -> tuple[int, str]:
     """Run the group's selection under `root`; (exit status for cosmic-ray, report)."""
-    tests = load_groups(root / "tests" / "mutation" / "groups.toml")[group].tests
+    config = root / "tests" / "mutation" / "groups.toml"
+    tests = load_groups(config)[group].tests
+    deselect = [arg for test in load_deselect(config) for arg in ("--deselect", test)]
     TMP_ROOT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="moe-mutant-", dir=TMP_ROOT) as scratch:
-        command = [sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests]
+        command = [sys.executable, "-m", "pytest", *PYTEST_ARGS, *deselect, *tests]
         start = time.perf_counter()
         try:
             run = subprocess.run(
