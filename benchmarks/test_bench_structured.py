@@ -163,7 +163,7 @@ def test_noise_patch_kernel(benchmark, record_rate, noise_only, lib):
     kernels = backend(lib)
     with threadpool_limits(1, "blas"):
         f, grad = benchmark.pedantic(
-            kernels.structured_step, args=(*arrays, W, routes, coef, 0), rounds=30, warmup_rounds=2
+            kernels.structured_step, args=(*arrays, W, routes, coef, 0, 0), rounds=30, warmup_rounds=2
         )
     record_rate(f"noise_patch_step_{lib}", NOISE_FLOPS)
     threads = numba.get_num_threads() if lib == "numba" else 1
@@ -176,7 +176,7 @@ def test_noise_patch_kernel(benchmark, record_rate, noise_only, lib):
         _interleaved(  # kernel time × threads ÷ DGEMM time = DGEMM rate ÷ the kernel's rate per core
             benchmark,
             "time_to_dgemm",
-            lambda: kernels.structured_step(*arrays, W, routes, coef, 0),
+            lambda: kernels.structured_step(*arrays, W, routes, coef, 0, 0),
             lambda: _gemms(blocks, W),
             rounds=20,
         )

@@ -165,6 +165,25 @@ class FusedPass:
         return StepOutput(f, loss, slope * batch.y / batch.n, grad_W)
 
 
+@dataclass(frozen=True, eq=False)
+class StructuredFusedPass:
+    """Forward and ∇W (E.2) of mean_i loss(y_i g_i f_{m_i}(x_i)) in one pass over Def. 3.1's structure.
+
+    For any loss of the margin the kernel knows (logistic, double softmax) and the sum readout or an
+    odd σ (the kernels' filters a_j w_j, as in `Experts`).
+    """
+
+    experts: Experts
+    loss: Loss
+    loss_code: int
+
+    def __call__(self, batch: Batch, W: np.ndarray, routes: np.ndarray, g: np.ndarray) -> StepOutput:
+        e = self.experts
+        f, grad = e.lib.routed_step(batch.xk, e.signed(W), routes, batch.y * g, e.act, self.loss_code)
+        loss, slope = self.loss.value_and_slope(batch.y * g * f)
+        return StepOutput(f, loss, slope * batch.y / batch.n, e.signed(grad))
+
+
 # ------------------------------------------------------------------------------------ gates
 
 
@@ -302,7 +321,7 @@ class Plan:
     """One run's options resolved: experts, their pass, loss, gate, expert update, router terms, stopping."""
 
     experts: Experts
-    expert_pass: ExpertPass | FusedPass
+    expert_pass: ExpertPass | FusedPass | StructuredFusedPass
     loss: Loss
     gate: Gate
     update: NormalizedGD | PlainGD
@@ -336,11 +355,16 @@ def resolve(cfg: TrainConfig) -> Plan:
         experts = HalfLogitExperts(experts_lib, act, signs)
     loss = LOSSES[cfg.loss]
     fused = cfg.readout == "sum" and cfg.loss == "logistic" and cfg.activation != "linear"
+    expert_pass: ExpertPass | FusedPass | StructuredFusedPass = ExpertPass(experts, loss)
+    if cfg.structured and type(experts) is Experts:  # σ not linear; sum readout or σ odd
+        expert_pass = StructuredFusedPass(experts, loss, experts_lib.MARGIN_LOSS_CODES[cfg.loss])
+    elif fused:
+        expert_pass = FusedPass(lib, act)
     # without a bias column the expert has one block of parameters: sum-of-norms is the Frobenius norm
     norm = NORMALIZATIONS[cfg.normalization] if cfg.bias else frobenius
     return Plan(
         experts=experts,
-        expert_pass=FusedPass(experts_lib, act) if fused else ExpertPass(experts, loss),
+        expert_pass=expert_pass,
         loss=loss,
         gate=GATES[cfg.gate](lib),
         update=PlainGD(cfg.eta) if cfg.expert_update == "gd" else NormalizedGD(cfg.eta, norm),

@@ -160,6 +160,9 @@ def l4_gradient(A, x, q4, q2, c, c_prime, mu, lam, delta):
     return A, x, q4, q2, c, c_prime, mu, lam, delta
 
 
+MARGIN_LOSS_CODES = {"logistic": 0, "double-softmax-ce": 1}  # ℓ(m) and ℓ(tanh(m / 2)) of (3.3)
+
+
 def _structure(signals, offset, signal_index, signal_scale, noise, W=None):
     """A batch of Def. 3.1 as structure: each signal patch is signal_scale · signals[signal_index] + offset.
 
@@ -222,11 +225,12 @@ def structured_backward(signals, offset, signal_index, signal_scale, noise, z, r
     return *structure, z, routes, _per_sample(coef, "coef", n), M, _act(act)
 
 
-def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act):
+def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss):
     *structure, W = _structure(signals, offset, signal_index, signal_scale, noise, W)
     n = structure[-1].shape[0]
     routes = validate.index_array(routes, "routes", n, W.shape[0])
-    return *structure, W, routes, _per_sample(margin_scale, "margin_scale", n), _act(act)
+    margin_scale = _per_sample(margin_scale, "margin_scale", n)
+    return *structure, W, routes, margin_scale, _act(act), validate.code(loss, "loss", MARGIN_LOSS_CODES)
 
 
 def structured_dense_forward(signals, offset, signal_index, signal_scale, noise, W, act):

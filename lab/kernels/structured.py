@@ -28,10 +28,17 @@ import numpy as np
 from numba import njit, prange
 
 from lab.kernels import _checks
+from lab.kernels._checks import MARGIN_LOSS_CODES
 from lab.kernels.routed import _expert_on_sample, _reduction_chunks, _sigma, _slopes
 from lab.kernels.structured_numpy import signal_gradient, signal_products
 
-__all__ = ["structured_backward", "structured_dense_forward", "structured_forward", "structured_step"]
+__all__ = [
+    "MARGIN_LOSS_CODES",
+    "structured_backward",
+    "structured_dense_forward",
+    "structured_forward",
+    "structured_step",
+]
 
 TILE = 4  # samples of one expert per tile
 BLOCK = 256  # consecutive samples grouped by expert together (their noise patches fit in L2)
@@ -139,6 +146,15 @@ def _logistic_slope(margin):
     return -math.exp(-margin) / (1.0 + math.exp(-margin))
 
 
+@njit(cache=True, inline="always")
+def _margin_slope(margin, loss):
+    """d loss / d margin by `MARGIN_LOSS_CODES`: ℓ'(m), or ℓ'(t)(1 − t²)/2 with t = tanh(m/2) (3.3)."""
+    if loss == 0:
+        return _logistic_slope(margin)
+    t = math.tanh(0.5 * margin)
+    return _logistic_slope(t) * 0.5 * (1.0 - t * t)
+
+
 @njit(cache=True)
 def _tiles(routes, M, block):
     """Samples grouped by expert within blocks of `block` consecutive samples (a stable counting sort),
@@ -218,8 +234,8 @@ def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act):
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def _structured_step(G, b, index, scale, noise, W, order, tiles, margin_scale, act):
-    """Fused forward and backward of mean_i ℓ(s_i f_{m_i}(x_i)), ℓ logistic (3.3), tile by tile (E.2)."""
+def _structured_step(G, b, index, scale, noise, W, order, tiles, margin_scale, act, loss):
+    """Fused forward and backward of mean_i loss(s_i f_{m_i}(x_i)) (3.3), tile by tile (E.2)."""
     n, d = noise.shape[0], noise.shape[2]
     P, M, J, R = index.shape[1] + noise.shape[1], W.shape[0], W.shape[1], G.shape[1]
     T = tiles.shape[0]
@@ -241,7 +257,7 @@ def _structured_step(G, b, index, scale, noise, W, order, tiles, margin_scale, a
                         for j in range(J):
                             total += _sigma(ztile[a, p, j], act)
                     f[i] = total
-                    slope = _logistic_slope(margin_scale[i] * total)
+                    slope = _margin_slope(margin_scale[i] * total, loss)
                     _slopes(ztile[a], slope * margin_scale[i] / n, act, ztile[a])
                 else:
                     ztile[a] = 0.0  # a repeated sample: computed, never counted
@@ -306,15 +322,16 @@ def structured_backward(signals, offset, signal_index, signal_scale, noise, z, r
     return _in_order(buffers, signals, offset, A, B)
 
 
-def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act):
-    """f (n,) and ∇_W of (3.3) by (E.2) for the logistic loss, in one pass over the structure."""
-    signals, offset, index, scale, noise, W, routes, margin_scale, act = _checks.structured_step(
-        signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act
+def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss):
+    """f (n,) and ∇_W of mean_i loss(s_i f_i) (3.3) by (E.2), loss by `MARGIN_LOSS_CODES`, in one pass."""
+    args = _checks.structured_step(
+        signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss
     )
+    signals, offset, index, scale, noise, W, routes, margin_scale, act, loss = args
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
     margin_scale = np.ascontiguousarray(margin_scale, dtype=noise.dtype)
     order, tiles = _tiles(routes, W.shape[0], BLOCK)
-    f, buffers, A, B = _structured_step(G, b, index, scale, noise, W, order, tiles, margin_scale, act)
+    f, buffers, A, B = _structured_step(G, b, index, scale, noise, W, order, tiles, margin_scale, act, loss)
     return f, _in_order(buffers, signals, offset, A, B)
 
 

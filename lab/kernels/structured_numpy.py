@@ -18,10 +18,17 @@ import numpy as np
 
 from lab.chen2022.model import logistic_loss_derivative
 from lab.kernels import _checks
+from lab.kernels._checks import MARGIN_LOSS_CODES
 from lab.kernels.activations import ACTIVATIONS
 from lab.kernels.routed_numpy import routed_backward, routed_forward
 
-__all__ = ["structured_backward", "structured_dense_forward", "structured_forward", "structured_step"]
+__all__ = [
+    "MARGIN_LOSS_CODES",
+    "structured_backward",
+    "structured_dense_forward",
+    "structured_forward",
+    "structured_step",
+]
 
 _NAMES = list(ACTIVATIONS)
 
@@ -86,14 +93,22 @@ def structured_backward(signals, offset, signal_index, signal_scale, noise, z, r
     return (noise_part + signal_gradient(signals, offset, A, B)).astype(noise.dtype)
 
 
-def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act):
-    """Twin of `kernels.structured_step`: f and ∇_W of (3.3), logistic loss, by (E.2) from the structure."""
+def margin_slope(margin: np.ndarray, loss: int) -> np.ndarray:
+    """d loss / d margin for `MARGIN_LOSS_CODES`: ℓ'(m), or ℓ'(t)(1 − t²)/2 with t = tanh(m/2) (3.3)."""
+    if loss == 0:
+        return logistic_loss_derivative(margin)
+    t = np.tanh(0.5 * margin)
+    return logistic_loss_derivative(t) * 0.5 * (1.0 - t * t)
+
+
+def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss):
+    """Twin of `kernels.structured_step`: f and ∇_W of mean_i loss(s_i f_i) (3.3) by (E.2)."""
     args = _checks.structured_step(
-        signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act
+        signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss
     )
-    signals, offset, index, scale, noise, W, routes, margin_scale, act = args
+    signals, offset, index, scale, noise, W, routes, margin_scale, act, loss = args
     f, z = structured_forward(signals, offset, index, scale, noise, W, routes, act)
-    coef = logistic_loss_derivative(margin_scale * f) * margin_scale / noise.shape[0]
+    coef = margin_slope(margin_scale * f, loss) * margin_scale / noise.shape[0]
     return f, structured_backward(signals, offset, index, scale, noise, z, routes, coef, W.shape[0], act)
 
 

@@ -12,6 +12,7 @@ from lab.chen2022.baselines import single_config
 from lab.chen2022.plan import resolve
 from lab.kernels import backend
 from lab.kernels.activations import ACTIVATION_CODES
+from lab.kernels.structured_numpy import MARGIN_LOSS_CODES, margin_slope
 
 LIBS = {name: backend(name) for name in ("numba", "numpy")}
 dense = backend("numpy")  # the reference: the dense NumPy twins, in float64
@@ -47,7 +48,7 @@ def _dense_x(signals, offset, index, scale, noise):
     return np.concatenate([scale[:, :, None] * signals[index] + offset, noise], axis=1)
 
 
-def _kernel_disagreements(lib, arrays, W, routes, coef, act, rtol):
+def _kernel_disagreements(lib, arrays, W, routes, coef, act, rtol, loss=0):
     """Compare every structured kernel of `lib` with the dense NumPy twin on the rebuilt x."""
     x, W64, coef64 = _dense_x(*arrays), W.astype(np.float64), coef.astype(np.float64)
     M = W.shape[0]
@@ -58,8 +59,11 @@ def _kernel_disagreements(lib, arrays, W, routes, coef, act, rtol):
     assert_agree(f, f_ref, rtol, "f")
     grad = lib.structured_backward(*arrays, z, routes, coef, M, act)
     assert_agree(grad, dense.routed_backward(x, z_ref, routes, coef64, M, act), rtol, "backward")
-    f_step, grad_step = lib.structured_step(*arrays, W, routes, coef, act)
+    f_step, grad_step = lib.structured_step(*arrays, W, routes, coef, act, loss)
     f_step_ref, grad_step_ref = dense.routed_step(x, W64, routes, coef64, act)
+    if loss:  # the double softmax: its slope (3.3) into the dense backward
+        slope = margin_slope(coef64 * f_ref, loss) * coef64 / len(routes)
+        grad_step_ref = dense.routed_backward(x, z_ref, routes, slope, M, act)
     assert_agree(f_step, f_step_ref, rtol, "step f")
     assert_agree(grad_step, grad_step_ref, rtol, "step gradient")
     assert_agree(
@@ -83,12 +87,12 @@ kernel_cases = dict(
 )
 
 
-@given(**kernel_cases)
-def test_structured_kernels_agree_with_the_dense_path(seed, n, S, Q, R, d, M, J, bias, act, lib, dtype):
+@given(**kernel_cases, loss=st.sampled_from(sorted(MARGIN_LOSS_CODES.values())))
+def test_structured_kernels_agree_with_the_dense_path(seed, n, S, Q, R, d, M, J, bias, act, lib, dtype, loss):
     if S + Q == 0:
         S = 1
     arrays, W, routes, coef = _problem(seed, n, S, Q, R, d, M, J, bias, dtype)
-    _kernel_disagreements(LIBS[lib], arrays, W, routes, coef, ACTIVATION_CODES[act], TOL[dtype])
+    _kernel_disagreements(LIBS[lib], arrays, W, routes, coef, ACTIVATION_CODES[act], TOL[dtype], loss)
 
 
 @given(**kernel_cases)
@@ -119,7 +123,7 @@ def test_multi_chunk_reductions_and_thread_count():
         runs = []
         for threads in (1, before):
             numba.set_num_threads(threads)
-            runs.append(LIBS["numba"].structured_step(*arrays, W, routes, coef, 0))
+            runs.append(LIBS["numba"].structured_step(*arrays, W, routes, coef, 0, 1))
     finally:
         numba.set_num_threads(before)
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
@@ -212,6 +216,13 @@ def test_the_step_check_catches_a_signal_index_off_by_one():
     _step_disagreements(dense_batch, structured_batch, cfg, structured_cfg, W * 30, Theta, 1e-9)
     with pytest.raises(AssertionError):
         _step_disagreements(dense_batch, wrong_batch, cfg, structured_cfg, W * 30, Theta, 1e-9)
+
+
+@pytest.mark.parametrize("lib", sorted(LIBS))
+def test_an_unknown_loss_code_is_refused_on_both_backends(lib):
+    args = (np.zeros((8, 6)), np.zeros(6), np.zeros((5, 2), dtype=int), np.zeros((5, 2)), np.zeros((5, 1, 6)))
+    with pytest.raises(ValueError, match=r"^loss must be one of 0 \(logistic\), 1 \(double-softmax-ce\)"):
+        LIBS[lib].structured_step(*args, np.zeros((2, 3, 6)), np.zeros(5, dtype=int), np.ones(5), 0, 2)
 
 
 @pytest.mark.parametrize("lib", sorted(LIBS))
