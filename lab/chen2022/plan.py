@@ -74,6 +74,10 @@ class Experts:
         """a_j w_j, the effective filters; also ∇W from the effective filters' gradient (chain rule)."""
         return W * self.signs[None, :, None]
 
+    def kernel_filters(self, W: np.ndarray) -> np.ndarray:
+        """The filters the kernels run: a_j w_j; `signed` maps their gradient back to ∇W."""
+        return self.signed(W)
+
     def forward(self, xk: np.ndarray, W: np.ndarray, routes: np.ndarray):
         """f_{m_i}(x_i) (3.1) and the pre-activations z (n, P, J) the backward pass needs."""
         return self.lib.routed_forward(xk, self.signed(W), routes, self.act)
@@ -105,9 +109,12 @@ class LinearExperts(Experts):
 class StructuredLinearExperts(LinearExperts):
     """σ = identity on `structured.StructuredInputs`: f_m = Σ_p ⟨u_m, x⁽ᵖ⁾⟩, u_m = Σ_j a_j w_{m,j} (3.1)."""
 
+    def kernel_filters(self, W):
+        """u_m = Σ_j a_j w_{m,j}, one filter per expert, shape (M, 1, d); `signed` broadcasts ∇u back."""
+        return np.einsum("j,mjd->md", self.signs, W)[:, None, :]
+
     def forward(self, xk, W, routes):
-        u = np.einsum("j,mjd->md", self.signs, W)[:, None, :]  # one filter per expert
-        return self.lib.routed_forward(xk, u, routes, self.act)
+        return self.lib.routed_forward(xk, self.kernel_filters(W), routes, self.act)
 
     def backward(self, xk, z, routes, coef, M):
         """∇w_{m,j} = a_j ∇u_m (E.2), ∇u_m from the structured kernel with the one filter u_m."""
@@ -169,8 +176,8 @@ class FusedPass:
 class StructuredFusedPass:
     """Forward and ∇W (E.2) of mean_i loss(y_i g_i f_{m_i}(x_i)) in one pass over Def. 3.1's structure.
 
-    For any loss of the margin the kernel knows (logistic, double softmax) and the sum readout or an
-    odd σ (the kernels' filters a_j w_j, as in `Experts`).
+    For any loss of the margin the kernel knows (logistic, double softmax) and experts whose kernels
+    run `kernel_filters` (sum readout, odd σ, linear σ); not the two half-logits of `HalfLogitExperts`.
     """
 
     experts: Experts
@@ -179,7 +186,8 @@ class StructuredFusedPass:
 
     def __call__(self, batch: Batch, W: np.ndarray, routes: np.ndarray, g: np.ndarray) -> StepOutput:
         e = self.experts
-        f, grad = e.lib.routed_step(batch.xk, e.signed(W), routes, batch.y * g, e.act, self.loss_code)
+        filters = e.kernel_filters(W)
+        f, grad = e.lib.routed_step(batch.xk, filters, routes, batch.y * g, e.act, self.loss_code)
         loss, slope = self.loss.value_and_slope(batch.y * g * f)
         return StepOutput(f, loss, slope * batch.y / batch.n, e.signed(grad))
 
@@ -356,7 +364,7 @@ def resolve(cfg: TrainConfig) -> Plan:
     loss = LOSSES[cfg.loss]
     fused = cfg.readout == "sum" and cfg.loss == "logistic" and cfg.activation != "linear"
     expert_pass: ExpertPass | FusedPass | StructuredFusedPass = ExpertPass(experts, loss)
-    if cfg.structured and type(experts) is Experts:  # σ not linear; sum readout or σ odd
+    if cfg.structured and not isinstance(experts, HalfLogitExperts):
         expert_pass = StructuredFusedPass(experts, loss, experts_lib.MARGIN_LOSS_CODES[cfg.loss])
     elif fused:
         expert_pass = FusedPass(lib, act)
