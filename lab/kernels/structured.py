@@ -18,6 +18,8 @@ number of chunks that depends on n only, each chunk reduced into its own buffers
 are added in chunk order. z (n, S + Q, J) lists the signal patches first, then the noise patches.
 The names in `__all__` are Python entry points that check their arguments with `lab.kernels._checks`
 (the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`.
+The jitted loops inline `_sigma`, `_slopes` and `_expert_on_sample` of `lab.kernels.routed`; Numba's
+cache does not follow that import, so after editing them delete `lab/kernels/__pycache__/*.nb*`.
 """
 
 from __future__ import annotations
