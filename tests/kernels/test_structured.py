@@ -259,3 +259,27 @@ def test_bad_inputs_raise_the_same_error_on_both_backends(lib, change, message):
     args.update(change)
     with pytest.raises(ValueError if "integer array" not in message else TypeError, match=message):
         LIBS[lib].structured_forward(**args)
+
+
+@pytest.mark.parametrize("variant", ["paper", "reference-code"])
+def test_a_short_run_agrees_structured_and_dense(variant):
+    """Algorithm 1 for 30 steps (`training.train`) both ways: same routes, parameters equal to rounding."""
+    config = data.DataConfig(K=3, P=5, d=10)
+    rng = np.random.default_rng(4)
+    signals = data.make_signals(config, rng)
+    sample = data.sample(config, signals, 200, rng)
+    cfg = training.variant_config(variant, M=4, J=6, steps=30, early_stopping=False)
+    runs = [
+        training.train(sample, signals, dataclasses.replace(cfg, structured=s), seed=1) for s in (False, True)
+    ]
+    np.testing.assert_array_equal(runs[0].last_routes, runs[1].last_routes)
+    assert_agree(runs[1].W, runs[0].W, 1e-10, "W")
+    assert_agree(runs[1].Theta, runs[0].Theta, 1e-10, "Theta")
+
+
+def test_structured_prepare_needs_the_signals():
+    config = data.setting(1)
+    rng = np.random.default_rng(0)
+    sample = data.sample(config, data.make_signals(config, rng), 10, rng)
+    with pytest.raises(ValueError, match=r"cfg.structured needs the signals"):
+        training.prepare(sample, training.TrainConfig(structured=True))
