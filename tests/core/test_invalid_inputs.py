@@ -466,6 +466,8 @@ def _kernel_problem(name, n, M, rng):
             "seed": ("value", SEED_BREAKS + SEED_VALID),
             "resample_all": ("value", (1, "no", None)),
         }
+    if name.startswith("structured_"):
+        return _structured_problem(name, n, M, rng, W, routes, act, real, x_breaks, index, act_case)
     assert name == "l4_gradient", name
     A, xs = rng.normal(size=(M, d)), rng.normal(size=(n, d))
     q4, q2 = rng.normal(size=n), rng.normal(size=n)
@@ -491,6 +493,35 @@ def _kernel_problem(name, n, M, rng):
         "lam": ("value", (np.nan, None)),
         "delta": ("value", (True, 0.5)),
     }
+
+
+def _structured_problem(name, n, M, rng, W, routes, act, real, x_breaks, index, act_case):
+    """The structured kernels (Def. 3.1): S = 2 signal patches of R = 4 signals and Q = 1 noise patch."""
+    S, Q, R, d = 2, 1, 4, W.shape[2]
+    structure = {
+        "signals": rng.normal(size=(R, d)),
+        "offset": rng.normal(size=d),
+        "signal_index": rng.integers(0, R, size=(n, S)),
+        "signal_scale": rng.normal(size=(n, S)),
+        "noise": rng.normal(size=(n, Q, d)),
+    }
+    breaks = {"signals": real, "offset": real, "signal_index": index, "signal_scale": real, "noise": x_breaks}
+    if name == "structured_backward":
+        z = rng.normal(size=(n, S + Q, W.shape[1]))
+        counts = ("value", (0, -1, 1.5, True, M + 1))
+        args = {"z": z, "routes": routes, "coef": rng.normal(size=n), "M": M, "act": act}
+        more = {"z": real, "routes": index, "coef": real, "M": counts, "act": act_case}
+        return {**structure, **args}, {**breaks, **more}
+    if name == "structured_dense_forward":
+        return {**structure, "W": W, "act": act}, {**breaks, "W": real, "act": act_case}
+    args, more = {"W": W, "routes": routes}, {"W": real, "routes": index}
+    if name == "structured_step":
+        args |= {"margin_scale": rng.normal(size=n), "act": act, "loss": 1}
+        loss_case = ("code", (2, -1, 1.0, "logistic", None, True, 0))
+        more |= {"margin_scale": real, "act": act_case, "loss": loss_case}
+        return {**structure, **args}, {**breaks, **more}
+    assert name == "structured_forward", name
+    return {**structure, **args, "act": act}, {**breaks, **more, "act": act_case}
 
 
 KERNEL_NAMES = sorted(k for k, v in vars(kernels.backend("numba")).items() if callable(v))
