@@ -239,7 +239,7 @@ def plan_group(group: str, modules, baseline: float, session: Path, trees: list[
 
 def execute(args: argparse.Namespace, chosen: dict[str, list[str]] | None) -> dict:
     """The whole run: worktrees, isolation check, baselines, init, sample (or `chosen`), exec, records."""
-    started = time.perf_counter()
+    started = time.time()
     groups = load_groups()
     if missing := missing_paths(groups):
         raise RuntimeError(f"groups.toml names missing files: {missing}")
@@ -268,7 +268,9 @@ def execute(args: argparse.Namespace, chosen: dict[str, list[str]] | None) -> di
             for g in names
         }
         meta = {"commit": commit, "workers": len(trees), "names": names, "base": base, "plan": plan}
-        meta_file.write_text(json.dumps(meta | {"isolation": isolation}), encoding="utf-8")
+        meta |= {"isolation": isolation, "label": args.label, "seed": args.seed, "started_at": started}
+        meta["planned_at"] = time.time()
+        meta_file.write_text(json.dumps(meta), encoding="utf-8")
 
     def worker(i: int) -> None:
         for group in names:
@@ -280,28 +282,34 @@ def execute(args: argparse.Namespace, chosen: dict[str, list[str]] | None) -> di
             else:
                 log(f"worker {i}: {group} done")
 
-    mutants_started = time.perf_counter()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(trees))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    records = [r for g in names for i in range(len(trees)) for r in collect(session / f"{g}-w{i}.sqlite", g)]
+    return run_record(session)
+
+
+def run_record(session: Path) -> dict:
+    """The run file of a session: its plan (re-read, so a sample cut short on disk shows), every judgement."""
+    meta = json.loads((session / "meta.json").read_text(encoding="utf-8"))
+    names, workers, finished = meta["names"], meta["workers"], time.time()
+    records = [r for g in names for i in range(workers) for r in collect(session / f"{g}-w{i}.sqlite", g)]
     return {
-        "label": args.label,
-        "commit": commit,
-        "seed": args.seed,
-        "sample_sizes": {g: sample_size(args, g) for g in names},
-        "workers": len(trees),
+        "label": meta["label"],
+        "commit": meta["commit"],
+        "seed": meta["seed"],
+        "sample_sizes": {g: len(meta["plan"][g]["sample"]) for g in names},
+        "workers": workers,
         "tool": "cosmic-ray",
         "tool_version": version("cosmic-ray"),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "wall_seconds": round(time.perf_counter() - started, 1),
-        "mutant_seconds": round(time.perf_counter() - mutants_started, 1),
+        "wall_seconds": round(finished - meta["started_at"], 1),
+        "mutant_seconds": round(finished - meta["planned_at"], 1),
         "budget_factor": FACTOR,
         "budget_slack_seconds": SLACK,
-        "isolation": isolation,
-        "groups": {g: {"baseline_seconds": base[g]["seconds"], **plan[g]} for g in names},
+        "isolation": meta["isolation"],
+        "groups": {g: {"baseline_seconds": meta["base"][g]["seconds"], **meta["plan"][g]} for g in names},
         "mutants": sorted(records, key=lambda r: (r["group"], r["id"])),
     }
 
@@ -324,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.choices["run"].add_argument("--sample-for", action="append", default=[], help="GROUP=N, repeatable")
     sub.choices["run"].add_argument("--seed", type=int, default=2026)
     sub.choices["rerun"].add_argument("--from", dest="source", type=Path, required=True)
+    col = sub.add_parser("collect", help="the run file of a session as it stands (after a stop)")
+    col.add_argument("--label", default="before")
+    col.add_argument("--out", type=Path, default=None)
     rep = sub.add_parser("report")
     rep.add_argument("--before", type=Path, default=RUNS / "before.json")
     rep.add_argument("--after", type=Path, default=RUNS / "after.json")
@@ -332,6 +343,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         for path in reporting.write(args.before, args.after if args.after.exists() else None, args.out):
             log(f"wrote {path}")
+        return 0
+    if args.command == "collect":
+        out = args.out or RUNS / f"{args.label}.json"
+        out.write_text(
+            json.dumps(run_record(WORK / "sessions" / args.label), indent=1) + "\n", encoding="utf-8"
+        )
+        log(f"wrote {out}")
         return 0
     chosen = None
     if args.command == "rerun":
