@@ -4,8 +4,9 @@ import math
 
 import numpy as np
 import pytest
+from scipy import special
 
-from lab.chen2022.routing_exact import GAUSSIAN_WINDOW, _gaussian_nodes, legendre01
+from lab.chen2022.routing_exact import GAUSSIAN_WINDOW, _gaussian_nodes, _gaussian_window, legendre01
 
 
 @pytest.mark.parametrize("lo, panel", [(-9.5, 0.5), (-9.5, 0.25), (-38.0, 0.5), (-9.5, 0.0625)])
@@ -27,3 +28,11 @@ def test_legendre01_is_the_gauss_rule_on_the_unit_interval():
     assert xi.size == 5 and np.all((0 < xi) & (xi < 1))
     for degree in range(10):  # exact up to degree 2 * 5 - 1
         np.testing.assert_allclose(wq @ xi**degree, 1 / (degree + 1), rtol=1e-14)
+
+
+@pytest.mark.parametrize("d", [[0.0, 0.0], [0.0, -1.0, -2.5], [0.0, -0.5, -0.5, -0.5]])
+def test_the_gaussian_window_leaves_out_less_than_1e_20_of_the_winners_tail(d):
+    # The winner's integrand is at most φ(t), so starting at t = lo drops at most Φ(lo) of its mass.
+    lo = _gaussian_window(np.array([d]))
+    assert special.ndtr(lo) < 1e-20
+    assert lo <= min(d) / 2 - 8.0  # and the peak of every p_m (at t ≥ d_m / 2) is inside
