@@ -20,6 +20,8 @@ The names in `__all__` are Python entry points that check their arguments with `
 (the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`.
 The jitted loops inline `_sigma`, `_slopes` and `_expert_on_sample` of `lab.kernels.routed`; Numba's
 cache does not follow that import, so after editing them delete `lab/kernels/__pycache__/*.nb*`.
+The tile helpers here are plain calls, not Numba-inlined: LLVM inlines them anyway, and Numba's own
+inlining of them doubled the compile time (about 2 min per dtype on the loaded 2-core machine).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ TILE = 4  # samples of one expert per tile
 BLOCK = 256  # consecutive samples grouped by expert together (their noise patches fit in L2)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _signal_z(G, b, index, scale, i, m, zrow):
     """zrow[t, j] = s_{i,t} G_{m,r,j} + b_{m,j} for sample i's signal patches t: ⟨w, s u + o⟩ (Def. 3.1)."""
     for t in range(index.shape[1]):
@@ -55,7 +57,7 @@ def _signal_z(G, b, index, scale, i, m, zrow):
             zrow[t, j] = s * G[m, r, j] + b[m, j]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _tile_rows(order, tiles, t):
     """The expert, the number of valid samples and the four sample indices of tile t (the last repeated)."""
     start, count, m = tiles[t, 0], tiles[t, 1], tiles[t, 2]
@@ -66,7 +68,7 @@ def _tile_rows(order, tiles, t):
     return m, count, i0, i1, i2, i3
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile):
     """ztile[a] (S + Q, J) = the pre-activations of sample i_a under expert m; noise by 4 × 2 tiles."""
     S, Q, d, J = index.shape[1], noise.shape[1], noise.shape[2], W.shape[1]
@@ -109,7 +111,7 @@ def _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile):
     _signal_z(G, b, index, scale, i3, m, ztile[3])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _tile_gradient(index, scale, noise, i0, i1, i2, i3, gtile, grad, A, B):
     """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q} by 4 × 2 tiles; the signal scalars A (R, J), B (J,)."""
     S, Q, d, J = index.shape[1], noise.shape[1], noise.shape[2], gtile.shape[2]
@@ -140,7 +142,7 @@ def _tile_gradient(index, scale, noise, i0, i1, i2, i3, gtile, grad, A, B):
                 B[j] += gtile[a, t, j]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _logistic_slope(margin):
     """ℓ'(margin) = −1 / (1 + e^{margin}) of (3.3), without overflow."""
     if margin < 0:
@@ -148,7 +150,7 @@ def _logistic_slope(margin):
     return -math.exp(-margin) / (1.0 + math.exp(-margin))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _margin_slope(margin, loss):
     """d loss / d margin by `MARGIN_LOSS_CODES`: ℓ'(m), or ℓ'(t)(1 − t²)/2 with t = tanh(m/2) (3.3)."""
     if loss == 0:
