@@ -47,6 +47,31 @@ def _sizes(sizes: dict[str, int]) -> str:
     return ", ".join([f"{common} mutants per group", *others])
 
 
+def cut_text(summary: dict) -> str:
+    """Which groups' samples were cut short during the run, and why ('' when none was)."""
+    first, sizes = summary.get("first_draw") or {}, summary["sample_sizes"]
+    cut = [f"{g} {first[g]} → {n}" for g, n in sizes.items() if g in first and n < first[g]]
+    if not cut:
+        return ""
+    return (
+        f"**The sample was cut short during the run** ({summary.get('cut_reason') or 'time'}): "
+        f"{', '.join(cut)}. A cut keeps the first n mutants of the seeded draw (the draw of n is part of "
+        "the draw of N for the same seed), so what was judged is still a seeded uniform sample; the "
+        "intervals are correspondingly wide."
+    )
+
+
+def deselected_text(summary: dict) -> str:
+    """The tests left out of every selection because they fail on the unmutated commit ('' when none)."""
+    tests = summary.get("deselected") or []
+    if not tests:
+        return ""
+    return (
+        "Left out of every selection because they fail on the unmutated commit under test (a breakage "
+        "to fix in the lab, not a mutant's kill): " + ", ".join(code(t) for t in tests) + "."
+    )
+
+
 def _isolation(summary: dict) -> str:
     facts = {
         "lab_imported_from_worktree": "`lab` and `checks` import from the worktree",
@@ -203,6 +228,8 @@ def mutation_sections(run: MutationRun) -> list[str]:
             before=summary["commit_before"][:10],
             after_commit=f"on commit `{after[:10]}` " if after else "",
         ),
+        cut_text(summary),
+        deselected_text(summary),
         anchor("scores") + "\n## Kill rate per module group, after the answers",
         score_table(summary["groups"], summary["selection"]),
         target_text(summary["groups"]),

@@ -300,6 +300,9 @@ def run_record(session: Path) -> dict:
         "commit": meta["commit"],
         "seed": meta["seed"],
         "sample_sizes": {g: len(meta["plan"][g]["sample"]) for g in names},
+        # A draw cut short on disk keeps the first n of the seeded draw: draw_sample(ids, n) is a prefix.
+        "first_draw": meta.get("drawn", {}),
+        "cut_reason": meta.get("cut_reason", ""),
         "workers": workers,
         "tool": "cosmic-ray",
         "tool_version": version("cosmic-ray"),

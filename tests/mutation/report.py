@@ -80,6 +80,8 @@ def summary(before: dict, after: dict | None) -> tuple[dict, list[dict]]:
         "tool_version": before["tool_version"],
         "seed": before["seed"],
         "sample_sizes": before["sample_sizes"],
+        "first_draw": before.get("first_draw", {}),
+        "cut_reason": before.get("cut_reason", ""),
         "level": LEVEL,
         "date": (after or before)["date"],
         "commit_before": before["commit"],

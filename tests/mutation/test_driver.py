@@ -62,6 +62,14 @@ def test_the_draw_is_uniform():
     assert chi2 < 95.7
 
 
+def test_a_smaller_draw_is_part_of_a_larger_one():
+    # A run whose sample was cut short keeps a seeded uniform sample: the draw of n is in the draw of N.
+    ids = [sampling.mutant_id("lab/x.py", "core/Op", i) for i in range(500)]
+    for seed in range(20):
+        small, large = (sampling.draw_sample(ids, n, seed, "g") for n in (6, 30))
+        assert set(small) <= set(large)
+
+
 def test_duplicate_ids_are_refused():
     with pytest.raises(ValueError, match="unique"):
         sampling.draw_sample([*IDS, IDS[0]], 5, seed=0, group="g")
