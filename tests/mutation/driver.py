@@ -295,6 +295,7 @@ def run_record(session: Path) -> dict:
     meta = json.loads((session / "meta.json").read_text(encoding="utf-8"))
     names, workers, finished = meta["names"], meta["workers"], time.time()
     records = [r for g in names for i in range(workers) for r in collect(session / f"{g}-w{i}.sqlite", g)]
+    records = [r for r in records if r["id"] in meta["plan"][r["group"]]["sample"]]  # a cut drops the rest
     return {
         "label": meta["label"],
         "commit": meta["commit"],
