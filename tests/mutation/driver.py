@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -313,6 +314,9 @@ def run_record(session: Path) -> dict:
         "budget_factor": FACTOR,
         "budget_slack_seconds": SLACK,
         "isolation": meta["isolation"],
+        "deselected": tomllib.loads(git("show", f"{meta['commit']}:tests/mutation/groups.toml")).get(
+            "deselect", []
+        ),
         "groups": {g: {"baseline_seconds": meta["base"][g]["seconds"], **meta["plan"][g]} for g in names},
         "mutants": sorted(records, key=lambda r: (r["group"], r["id"])),
     }

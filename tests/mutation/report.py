@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.mutation.sampling import LEVEL, load_answers, load_deselect, load_groups, score
+from tests.mutation.sampling import LEVEL, load_answers, load_groups, score
 
 FORMAT = "moe-lab mutation summary 1"
 
@@ -105,7 +105,7 @@ def summary(before: dict, after: dict | None) -> tuple[dict, list[dict]]:
             for g, facts in before["groups"].items()
         },
         "isolation": before["isolation"],
-        "deselected": list(load_deselect()),
+        "deselected": before.get("deselected", []),
         "unanswered": [r["id"] for r in rows if r.get("answer") == "unanswered"],
         "answered_but_surviving": [
             r["id"] for r in rows if r.get("answer") == "answered" and r["outcome_after"] == "survived"
