@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from lab.docs.markdown import anchor, code, fixed, page, pct, table
 from lab.docs.results import MutationRun, Results
 
@@ -36,8 +38,8 @@ random sample drawn with a fixed seed (seed {seed}; {sample}), and the kill rate
 carries its exact {level} Clopper-Pearson interval. An *equivalent* mutant computes exactly what
 the original computes (read and classified below, each with its reason); it leaves the denominator.
 Every surviving non-equivalent mutant is answered: a new test that kills it, or the reason no claim
-can observe it. *Before* is the sampled run on commit `{before}`; *after* reruns the survivors
-{after_commit}with the new tests."""
+can observe it. *Before* is the sampled run on commit `{before}`; *after* reruns the
+survivors{after_commit}."""
 
 
 def _sizes(sizes: dict[str, int]) -> str:
@@ -114,20 +116,27 @@ def score_table(entries: list[dict], selection: dict) -> str:
     return table(head, rows)
 
 
-def target_text(entries: list[dict]) -> str:
-    """Whether every group meets the target, naming the groups that do not."""
+def target_text(entries: list[dict], level: float) -> str:
+    """Whether every group meets the target, naming the groups that do not and why."""
     missed = [
-        e["group"]
+        f"{e['group']} (kill rate {pct(e['kill_rate'])}, lower end {pct(e['ci_low'])}, "
+        f"{e['killed'] + e['survived']} non-equivalent mutants)"
         for e in entries
         if e["kill_rate"] is None or e["kill_rate"] < TARGET_RATE or e["ci_low"] < TARGET_LOW
     ]
+    # With n mutants all killed the lower end is ((1 − level)/2)^(1/n): the smallest n that can reach it.
+    needed = math.ceil(math.log((1 - level) / 2) / math.log(TARGET_LOW))
     goal = (
         f"The target is a kill rate of at least {pct(TARGET_RATE, 0)} in every group with the lower end "
         f"of its interval at least {pct(TARGET_LOW, 0)}."
     )
     if not missed:
         return goal + " Every group meets it."
-    return goal + f" Not met by: {', '.join(missed)}."
+    return (
+        goal + f" Not met by: {'; '.join(missed)}. Even with every mutant killed, the lower end reaches "
+        f"{pct(TARGET_LOW, 0)} only from {needed} non-equivalent mutants per group on: the cut samples "
+        "are too small to show the target, whatever their kill rate."
+    )
 
 
 def _where(m: dict) -> str:
@@ -164,10 +173,18 @@ def survivors_section(mutants: list[dict]) -> str:
     return "\n".join(parts)
 
 
+def _change(m: dict) -> str:
+    """The mutated line as `before` → `after`."""
+    lines = _diff_block(m).splitlines()
+    old = [ln[1:].strip() for ln in lines if ln.startswith("-")]
+    new = [ln[1:].strip() for ln in lines if ln.startswith("+")]
+    return f"{code(' '.join(old))} → {code(' '.join(new))}"
+
+
 def equivalents_section(mutants: list[dict]) -> str:
     """Every sampled mutant classified as equivalent, with the reason."""
     rows = [
-        (m["group"], _where(m), _diff_block(m), m.get("reason", ""))
+        (m["group"], _where(m), _change(m), m.get("reason", ""))
         for m in mutants
         if m.get("answer") == "equivalent"
     ]
@@ -226,13 +243,18 @@ def mutation_sections(run: MutationRun) -> list[str]:
             sample=_sizes(summary["sample_sizes"]),
             level=pct(summary.get("level", 0.95), 0),
             before=summary["commit_before"][:10],
-            after_commit=f"on commit `{after[:10]}` " if after else "",
+            after_commit=(
+                f" on commit `{after[:10]}`: the science of `{summary['commit_before'][:10]}` with the new "
+                "tests (tag `mutation-rerun-2026-11-23`)"
+                if after
+                else " with the new tests"
+            ),
         ),
         cut_text(summary),
         deselected_text(summary),
         anchor("scores") + "\n## Kill rate per module group, after the answers",
         score_table(summary["groups"], summary["selection"]),
-        target_text(summary["groups"]),
+        target_text(summary["groups"], summary.get("level", 0.95)),
         "### Before the answers (the sampled run)",
         score_table(summary["before"], summary["selection"]),
         anchor("survivors") + "\n## Survivors and their answers",
