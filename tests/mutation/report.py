@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from lab.docs.results import MUTATION_FORMAT
 from tests.mutation.sampling import LEVEL, load_answers, load_groups, score
 
-FORMAT = "moe-lab mutation summary 1"
+FORMAT = MUTATION_FORMAT
 
 
 def to_rerun(run: dict) -> dict[str, list[str]]:

@@ -8,24 +8,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab.docs.results import MUTATION_FIELDS
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 GROUPS_FILE = HERE / "groups.toml"
 ANSWERS_FILE = HERE / "answers.toml"
 LEVEL = 0.95
-# Every field of one group's entry in results/mutation/summary.json, in this order.
-SUMMARY_FIELDS = (
-    "group",
-    "mutants_total",
-    "sampled",
-    "killed",
-    "survived",
-    "equivalent",
-    "timeout",
-    "kill_rate",
-    "ci_low",
-    "ci_high",
-)
+SUMMARY_FIELDS = MUTATION_FIELDS  # one group's entry in results/mutation/summary.json, as the docs read it
 OUTCOMES = ("killed", "timeout", "survived", "incompetent")
 
 
