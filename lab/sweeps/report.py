@@ -20,8 +20,8 @@ from lab.core import plots
 from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.provenance import versions
-from lab.sweeps.store import StoredTask, SweepStore
-from lab.sweeps.sweep import SweepSpec, SweepTask, contains, key_prefixes, prefix_array, task_code
+from lab.sweeps.store import StoredTask, SweepStore, prefix_array
+from lab.sweeps.sweep import SweepSpec, SweepTask, contains, key_prefixes, task_code
 from lab.sweeps.tasks import task_type
 
 
@@ -45,8 +45,8 @@ def sweep_status(spec: SweepSpec, store: SweepStore, keep_stale: bool = False) -
     """How many of the sweep's tasks the store holds as done, failed or stale (from other code).
 
     The grid's keys (`key_prefixes`, 128 bits each) and the store's rows of the task
-    (`SweepStore.task_table`) are two NumPy arrays compared by sort and search (`contains`), so a
-    grid of 10⁶ tasks against a store of 10⁶ rows takes about a second and under 200 MB.
+    (`SweepStore.task_table`) are two NumPy arrays compared by sort and search (`contains`): 16
+    bytes per task and about 50 per stored row, one pass over the store.
     """
     table = store.task_table(spec.task, None if keep_stale else task_code(spec.task))
     grid = key_prefixes(spec)
@@ -65,7 +65,7 @@ def sweep_status(spec: SweepSpec, store: SweepStore, keep_stale: bool = False) -
 
 
 def _in_grid(grid: np.ndarray, keys: list[str]) -> np.ndarray:
-    return contains(grid, prefix_array(b"".join(bytes.fromhex(key[:32]) for key in keys)))
+    return contains(grid, prefix_array(bytes.fromhex("".join(key[:32] for key in keys))))
 
 
 def format_status(spec: SweepSpec, store: SweepStore, status: SweepStatus) -> str:

@@ -265,6 +265,11 @@ class _Commit:
 _EMPTIED = "the file is empty (emptied or truncated); it is left untouched: move it aside to start afresh"
 
 
+def prefix_array(raw: bytes) -> np.ndarray:
+    """16-byte key prefixes, concatenated, as an (n, 2) array of uint64: the high and low 64 bits."""
+    return np.frombuffer(raw, dtype=">u8").astype(np.uint64).reshape(-1, 2)
+
+
 def _damaged(exc: sqlite3.DatabaseError) -> str:
     return (
         f"damaged or not a SQLite file ({exc}); it is left untouched: restore it from a copy, "

@@ -67,7 +67,7 @@ import lab
 from lab.core.errors import InputError
 from lab.core.progress import Progress
 from lab.core.provenance import code_fingerprint
-from lab.sweeps.store import SweepStore
+from lab.sweeps.store import SweepStore, prefix_array
 from lab.sweeps.tasks import TaskType, run_task, task_type
 
 _TABLES = ("sweep", "params", "grid", "report")
@@ -195,7 +195,7 @@ def task_code(task: str) -> str:
 
 
 def key_prefixes(spec: SweepSpec) -> np.ndarray:
-    """The first 128 bits of every task key as an (n, 2) array of big-endian uint64 (see `prefix_array`).
+    """The first 128 bits of every task key as an (n, 2) array of big-endian uint64 (`store.prefix_array`).
 
     What `sweep status` compares with the store: 16 bytes of digest per task in one buffer, so a
     grid of 10⁶ tasks costs 16 MB and no per-task objects.
@@ -205,11 +205,6 @@ def key_prefixes(spec: SweepSpec) -> np.ndarray:
     for text in key_texts(spec):
         digests += sha256(text).digest()[:16]
     return prefix_array(bytes(digests))
-
-
-def prefix_array(raw: bytes) -> np.ndarray:
-    """16-byte key prefixes, concatenated, as an (n, 2) array of uint64: the high and low 64 bits."""
-    return np.frombuffer(raw, dtype=">u8").astype(np.uint64).reshape(-1, 2)
 
 
 def contains(keys: np.ndarray, probes: np.ndarray) -> np.ndarray:
@@ -231,7 +226,7 @@ def key_texts(spec: SweepSpec) -> Iterator[bytes]:
     """The canonical JSON of each task's configuration (what `task_key` hashes), in no particular order.
 
     For a task with defaults the text is assembled from the fields' pre-serialised values, so a
-    grid of 10⁶ tasks is streamed in about a second with no per-task dicts.
+    grid is streamed with no per-task dicts.
     """
     kind = task_type(spec.task)
     if kind.defaults is None:
