@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lab.chen2022.data import Dataset
+from lab.chen2022.data import Dataset, Signals
 from lab.chen2022.metrics import accuracy
 from lab.chen2022.plan import resolve
 from lab.chen2022.training import Batch, TrainConfig, init_experts, prepare
@@ -52,6 +52,8 @@ class SingleConfig:
     stop_start: int = 500  # "after-warmup": the first step at which the rule is tested
     record_every: int = 10
     backend: str = "numba"
+    structured: bool = False  # the experts' arithmetic: `TrainConfig.structured` and `TrainConfig.dtype`
+    dtype: str = "float64"
 
     def __post_init__(self) -> None:
         for name in ("lr", "adam_eps"):
@@ -85,6 +87,8 @@ class SingleConfig:
             stop_rise=self.stop_rise,
             record_every=self.record_every,
             backend=self.backend,
+            structured=self.structured,
+            dtype=self.dtype,
         )
 
 
@@ -135,13 +139,20 @@ class SingleResult:
 
 @threadpool_limits.wrap(limits=1, user_api="blas")
 def train_single(
-    data: Dataset, cfg: SingleConfig, seed: int, progress: bool = False, batch: Batch | None = None
+    data: Dataset,
+    cfg: SingleConfig,
+    seed: int,
+    progress: bool = False,
+    batch: Batch | None = None,
+    signals: Signals | None = None,
 ) -> SingleResult:
-    """Adam on the full batch for one CNN (options resolved once); deterministic for `seed`."""
+    """Adam on the full batch for one CNN (options resolved once); deterministic for `seed`.
+
+    `signals` are the data's (Def. 3.1), needed by `cfg.structured`."""
     start = time.perf_counter()
     ecfg = cfg.expert_config()
     plan = resolve(ecfg)
-    batch = batch if batch is not None else prepare(data, ecfg)
+    batch = batch if batch is not None else prepare(data, ecfg, signals)
     W = init_experts(ecfg, batch.s.shape[1], np.random.default_rng([seed, 0xB1]))
     first, second = np.zeros_like(W), np.zeros_like(W)
     routes, gate = np.zeros(batch.n, dtype=np.int64), np.ones(batch.n)

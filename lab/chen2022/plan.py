@@ -101,7 +101,7 @@ class LinearExperts(Experts):
     def backward(self, xk, z, routes, coef, M):
         """∇w_{m,j} = a_j Σ_{i: m_i = m} coef_i s_i (E.2): the same for every filter up to a_j."""
         n = xk.shape[0]
-        by_expert = np.zeros((M, n))
+        by_expert = np.zeros((M, n), dtype=xk.dtype)
         by_expert[routes, np.arange(n)] = coef
         return self.signed((by_expert @ xk[:, 0])[:, None, :])
 
@@ -156,7 +156,8 @@ class ExpertPass:
         f, z = self.experts.forward(batch.xk, W, routes)
         loss, slope = self.loss.value_and_slope(batch.y * g * f)
         dF = slope * batch.y / batch.n
-        return StepOutput(f, loss, dF, self.experts.backward(batch.xk, z, routes, dF * g, W.shape[0]))
+        coef = (dF * g).astype(W.dtype, copy=False)  # the kernels' dtype (float32 runs)
+        return StepOutput(f, loss, dF, self.experts.backward(batch.xk, z, routes, coef, W.shape[0]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,7 +168,9 @@ class FusedPass:
     act: int
 
     def __call__(self, batch: Batch, W: np.ndarray, routes: np.ndarray, g: np.ndarray) -> StepOutput:
-        f, grad_W = self.lib.routed_step(batch.xk, W, routes, batch.y * g, self.act)
+        f, grad_W = self.lib.routed_step(
+            batch.xk, W, routes, (batch.y * g).astype(W.dtype, copy=False), self.act
+        )
         loss, slope = logistic(batch.y * g * f)
         return StepOutput(f, loss, slope * batch.y / batch.n, grad_W)
 
@@ -187,7 +190,8 @@ class StructuredFusedPass:
     def __call__(self, batch: Batch, W: np.ndarray, routes: np.ndarray, g: np.ndarray) -> StepOutput:
         e = self.experts
         filters = e.kernel_filters(W)
-        f, grad = e.lib.routed_step(batch.xk, filters, routes, batch.y * g, e.act, self.loss_code)
+        margin_scale = (batch.y * g).astype(W.dtype, copy=False)  # the kernels' dtype (float32 runs)
+        f, grad = e.lib.routed_step(batch.xk, filters, routes, margin_scale, e.act, self.loss_code)
         loss, slope = self.loss.value_and_slope(batch.y * g * f)
         return StepOutput(f, loss, slope * batch.y / batch.n, e.signed(grad))
 
@@ -350,7 +354,7 @@ def resolve(cfg: TrainConfig) -> Plan:
     lib = backend(cfg.backend)
     experts_lib = structured.kernels(lib) if cfg.structured else lib  # x_k dense, or as Def. 3.1's structure
     act = ACTIVATION_CODES[cfg.activation]
-    signs = np.ones(cfg.J)  # a_j: all 1 (3.1), or −1/+1 for the filters of logit 0/1
+    signs = np.ones(cfg.J, dtype=cfg.dtype)  # a_j: all 1 (3.1), or −1/+1 for the filters of logit 0/1
     if cfg.readout == "two-logit":
         signs[: cfg.J // 2] = -1.0
     signs.flags.writeable = False

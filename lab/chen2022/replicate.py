@@ -42,6 +42,9 @@ from lab.sweeps.tasks import register_task
 
 TIER_SIZES = {"full": (16_000, 16_000), "quick": (2_000, 2_000)}  # (train, test): App. A.2 / smoke
 VARIANTS = ("paper", "reference-code")
+CURVE_THINNING, CURVE_DECIMALS = 10, 4  # Figs 5–6 curves: every 10th record (100 steps), 4 decimals
+ARITHMETIC = ("structured", "dense")  # the experts' kernels: Def. 3.1's structure, or the dense reference
+DTYPES = ("float64", "float32")
 
 
 def target_settings(target: str) -> tuple[int, ...]:
@@ -56,14 +59,25 @@ def _cells(target: str) -> list[Cell]:
 
 
 def expand(
-    target: str, settings: list[int], seeds: int, seed: int = 0, variant: str = "paper", tier: str = "full"
+    target: str,
+    settings: list[int],
+    seeds: int,
+    seed: int = 0,
+    variant: str = "paper",
+    tier: str = "full",
+    dtype: str = "float64",
+    arithmetic: str = "structured",
 ) -> list[dict]:
     """The grid of independent run configs of a target: cells × (settings the paper has) × seeds."""
     cells = _cells(target)
-    if variant not in VARIANTS:
-        raise InputError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    if tier not in TIER_SIZES:
-        raise InputError(f"tier must be one of {sorted(TIER_SIZES)}, got {tier!r}")
+    for name, value, allowed in (
+        ("variant", variant, VARIANTS),
+        ("tier", tier, tuple(TIER_SIZES)),
+        ("dtype", dtype, DTYPES),
+        ("arithmetic", arithmetic, ARITHMETIC),
+    ):
+        if value not in allowed:
+            raise InputError(f"{name} must be one of {allowed}, got {value!r}")
     if not isinstance(seeds, int) or seeds < 1:
         raise InputError(f"seeds must be an integer >= 1, got {seeds!r}")
     if not isinstance(seed, int) or seed < 0:
@@ -78,10 +92,8 @@ def expand(
             if s not in cell.paper:
                 continue
             for i in range(seeds):
-                configs.append(
-                    {"model": cell.model, "variant": variant, "setting": s, "seed": seed + i, "tier": tier}
-                    | cell.params
-                )
+                run = {"model": cell.model, "variant": variant, "setting": s, "seed": seed + i, "tier": tier}
+                configs.append(run | {"dtype": dtype, "arithmetic": arithmetic} | cell.params)
     return configs
 
 
@@ -125,15 +137,23 @@ def run_one(config: dict, progress: bool = False) -> dict:
     signals, train_set, test_set = make_data(config["setting"], config["seed"], config["tier"])
     seed = _seed_of(config)
     if config["model"].startswith("single"):
-        return dict(config) | _run_single(config, train_set, test_set, seed, progress)
+        return dict(config) | _run_single(config, signals, train_set, test_set, seed, progress)
     return dict(config) | _run_moe(config, signals, train_set, test_set, seed, progress)
 
 
-def _run_single(config, train_set, test_set, seed, progress) -> dict:
-    options = {key: config[key] for key in ("steps", "readout") if key in config}
+def _arithmetic(config: dict) -> dict:
+    """The experts' arithmetic of a run config as `TrainConfig` fields (dense float64 if absent)."""
+    return {
+        "structured": config.get("arithmetic", "dense") == "structured",
+        "dtype": config.get("dtype", "float64"),
+    }
+
+
+def _run_single(config, signals, train_set, test_set, seed, progress) -> dict:
+    options = {key: config[key] for key in ("steps", "readout") if key in config} | _arithmetic(config)
     cfg = single_config(config["variant"], J=config["filters"], activation=config["activation"], **options)
-    result = train_single(train_set, cfg, seed, progress)
-    test = prepare(test_set, cfg.expert_config())
+    result = train_single(train_set, cfg, seed, progress, signals=signals)
+    test = prepare(test_set, cfg.expert_config(), signals)
     return {
         "test_accuracy": single_accuracy(result, test, cfg),
         "test_accuracy_routing": "none",
@@ -148,9 +168,9 @@ def _run_single(config, train_set, test_set, seed, progress) -> dict:
 
 def _run_moe(config, signals, train_set, test_set, seed, progress) -> dict:
     options = {k: config[k] for k in (*MOE_DEFAULTS, "activation", "steps") if k in config}
-    cfg = variant_config(config["variant"], **options)
+    cfg = variant_config(config["variant"], **options, **_arithmetic(config))
     result = train(train_set, signals, cfg, seed, progress)
-    test = prepare(test_set, cfg)
+    test = prepare(test_set, cfg, signals)
     report = evaluate(result, test, signals, cfg, seed)
     K = signals.V.shape[0]
     train_counts = dispatch_counts(train_set.cluster, result.last_routes, K, cfg.M)
@@ -161,7 +181,10 @@ def _run_moe(config, signals, train_set, test_set, seed, progress) -> dict:
     acc = expert_cluster_accuracy(test.y, test.cluster, f_all, K)
     routes_nf = np.argmax(test.s @ result.Theta, axis=1)
     to_profession = [float(np.isin(routes_nf[test.cluster == k], sets[k]).mean()) for k in range(K)]
-    curves = {k: result.history.pop(k) for k in list(result.history) if k.startswith(("expert_", "router_"))}
+    keys = [k for k in result.history if k.startswith(("expert_", "router_"))]
+    curves = {"step": result.history["step"][::CURVE_THINNING]} | {
+        k: np.round(result.history.pop(k)[::CURVE_THINNING], CURVE_DECIMALS).tolist() for k in keys
+    }
     return report | {
         "n_test": test.n,
         "dispatch_entropy": dispatch_entropy(train_counts),
@@ -232,7 +255,16 @@ def load_or_run(config: dict, runs_dir: Path, progress: bool, keep_stale: bool =
 
 def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
     """Expand the target, load finished runs, run the rest; returns (configs, records)."""
-    configs = expand(target, list(args.settings), args.seeds, args.seed, args.variant, args.tier)
+    configs = expand(
+        target,
+        list(args.settings),
+        args.seeds,
+        args.seed,
+        args.variant,
+        args.tier,
+        args.dtype,
+        args.arithmetic,
+    )
     runs_dir = Path(args.out) / "runs"
     records = []
     with Progress(len(configs), target, enabled=not args.quiet, lines=True, unit="run") as bar:
@@ -330,7 +362,7 @@ def write_figures(stem: str, records: list[dict], out: Path) -> list[Path]:
             "router_feature": "⟨θ_m, v_k⟩",
             "router_center": "⟨θ_m, c_k⟩",
         }
-        steps = first["history"]["step"]
+        steps = first["curves"]["step"]
         for ax, (key, title) in zip(axes.ravel(), titles.items(), strict=True):
             values = np.asarray(first["curves"][key])  # (records, M, K)
             for k in range(values.shape[2]):
@@ -346,14 +378,24 @@ def write_figures(stem: str, records: list[dict], out: Path) -> list[Path]:
     return written
 
 
-def report_stem(target: str, variant: str) -> str:
-    """File stem of a target's reports: `table1` for the stated model, `table1_reference-code` else."""
-    return target if variant == "paper" else f"{target}_{variant}"
+def report_stem(target: str, variant: str, dtype: str = "float64", arithmetic: str = "structured") -> str:
+    """File stem of a target's reports: `table1` for the stated model in float64, else suffixed by what
+    differs (`table1_reference-code`, `table1_float32`, `table1_reference-code_float32_dense`)."""
+    suffixes = (
+        variant != "paper" and variant,
+        dtype != "float64" and dtype,
+        arithmetic != "structured" and arithmetic,
+    )
+    return "_".join([target, *(s for s in suffixes if s)])
+
+
+def _stem(target: str, args) -> str:
+    return report_stem(target, args.variant, args.dtype, args.arithmetic)
 
 
 def _json_path(target: str, args) -> Path:
     if not args.json:
-        return Path(args.out) / f"{report_stem(target, args.variant)}.json"
+        return Path(args.out) / f"{_stem(target, args)}.json"
     path = Path(args.json)
     many = len(getattr(args, "targets", [target])) > 1
     return path.with_name(f"{path.stem}_{target}{path.suffix}") if many else path
@@ -366,12 +408,13 @@ def run_target(target: str, args) -> int:
     out = Path(args.out)
     table = format_table(target, records)
     header = (
-        f"## {TARGET_HELP[target]}\n\nvariant `{args.variant}`, tier `{args.tier}`, seeds "
+        f"## {TARGET_HELP[target]}\n\nvariant `{args.variant}`, tier `{args.tier}`, "
+        f"experts' arithmetic `{args.arithmetic}` in `{args.dtype}`, seeds "
         f"{args.seed}..{args.seed + args.seeds - 1}; test accuracy routes "
         f"{'with noise' if args.variant == 'reference-code' else 'noise-free (argmax h)'} for MoEs; "
         "dispatch entropy from the training set's noisy routes at the last step.\n\n"
     )
-    stem = report_stem(target, args.variant)
+    stem = _stem(target, args)
     write_text_atomic(out / f"{stem}.md", header + table + "\n")
     payload = {
         "runs": [_without_curves(r) for r in records],
@@ -382,6 +425,8 @@ def run_target(target: str, args) -> int:
             "seed": args.seed,
             "variant": args.variant,
             "tier": args.tier,
+            "dtype": args.dtype,
+            "arithmetic": args.arithmetic,
             "train_sizes": TIER_SIZES[args.tier],
             "wall_seconds": time.perf_counter() - start,
         },

@@ -12,7 +12,7 @@ d-vector per sample that `training.prepare` computes once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -46,6 +46,16 @@ class StructuredInputs:
     def shape(self) -> tuple[int, int, int]:
         """(n, patches, width) of the equivalent dense x_k: what callers of the dense kernels read."""
         return self.noise.shape[0], self.signal_index.shape[1] + self.noise.shape[1], self.noise.shape[2]
+
+    def astype(self, dtype: str) -> StructuredInputs:
+        """The same structure with the kernels' float arrays in `dtype` (`noise_sum` is the router's)."""
+        return replace(
+            self,
+            **{
+                k: getattr(self, k).astype(dtype, copy=False)
+                for k in ("signals", "offset", "signal_scale", "noise")
+            },
+        )
 
 
 def inputs(structure: StructuredBatch, input_scale: float, bias: bool, linear: bool) -> StructuredInputs:

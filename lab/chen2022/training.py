@@ -32,6 +32,10 @@ collapses the patches to s (exact, and P·J times cheaper than the patch kernels
 structured=True keeps the experts' input as Def. 3.1's structure (`lab.chen2022.structured`): three
 patches per sample are a scalar times a signal, so only the P − 3 noise patches need the dense
 kernels. The numbers agree with the dense path to rounding, not bit for bit; the default is dense.
+
+dtype="float32" runs the experts' arithmetic in single precision, as the authors' code does: their
+inputs, filters, kernels and update. The router (d × M, a small share of the flops), the loss and
+the metrics stay float64. The default is float64; verify and the theory checks never change it.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from lab.kernels import BACKENDS
 from lab.kernels.activations import activation
 
 INITS = ("gaussian", "uniform")
+DTYPES = ("float64", "float32")
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ class TrainConfig:
     record_every: int = 10
     backend: str = "numba"
     structured: bool = False
+    dtype: str = "float64"
 
     def __post_init__(self) -> None:
         for name in ("M", "J", "steps", "record_every"):
@@ -119,6 +125,7 @@ class TrainConfig:
             ("normalization", tuple(NORMALIZATIONS)),
             ("load_balancing", tuple(load_balancing.LOSSES)),
             ("backend", BACKENDS),
+            ("dtype", DTYPES),
         ):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -181,13 +188,13 @@ def prepare(data: Dataset, cfg: TrainConfig, signals: Signals | None = None) -> 
         xk = structured.inputs(
             structure(data, signals), cfg.input_scale, cfg.bias, cfg.activation == "linear"
         )
-        return Batch(xk, s, data.y.astype(float), data.cluster)
+        return Batch(xk.astype(cfg.dtype), s, data.y.astype(float), data.cluster)
     xk = s[:, None, :] if cfg.activation == "linear" else x
     if cfg.bias:
         # the bias coordinate is 1 in every patch, P in the collapsed patch s: Σ_p (⟨w, x⁽ᵖ⁾⟩ + b)
         ones = np.full((*xk.shape[:2], 1), float(x.shape[1]) / xk.shape[1])
         xk = np.concatenate([xk, ones], axis=2)
-    return Batch(np.ascontiguousarray(xk), s, data.y.astype(float), data.cluster)
+    return Batch(np.ascontiguousarray(xk, dtype=cfg.dtype), s, data.y.astype(float), data.cluster)
 
 
 def init_experts(cfg: TrainConfig, d: int, rng: np.random.Generator) -> np.ndarray:
@@ -198,6 +205,7 @@ def init_experts(cfg: TrainConfig, d: int, rng: np.random.Generator) -> np.ndarr
         W = rng.normal(0.0, cfg.sigma0, size=(count, cfg.J, width))
     else:
         W = rng.uniform(-cfg.init_bound, cfg.init_bound, size=(count, cfg.J, width))
+    W = W.astype(cfg.dtype, copy=False)  # drawn in float64, so both dtypes start from the same W⁽⁰⁾
     return np.repeat(W, cfg.M, axis=0) if cfg.same_init else W
 
 
@@ -220,7 +228,8 @@ def algorithm1_step(batch: Batch, W: np.ndarray, Theta: np.ndarray, seed: int, p
     g, pi = plan.gate.values(h, routes, noise)
     out = plan.expert_pass(batch, W, routes, g)
     grad_Theta = plan.router_gradient(batch.s, h, routes, g, pi, out.dF * out.f)
-    return W - plan.update(out.grad_W), Theta - plan.eta_r * grad_Theta, Step(h, routes, g, out)
+    W_next = (W - plan.update(out.grad_W)).astype(W.dtype, copy=False)  # the update's scale is float64
+    return W_next, Theta - plan.eta_r * grad_Theta, Step(h, routes, g, out)
 
 
 # ------------------------------------------------------------------------------------ training

@@ -31,6 +31,18 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
     parser.add_argument("--seed", type=nonnegative_int, default=0, help="base seed (default 0)")
     parser.add_argument("--variant", choices=("paper", "reference-code"), default="paper")
     parser.add_argument("--tier", choices=registry.TIERS, default="full")
+    parser.add_argument(
+        "--dtype",
+        choices=("float64", "float32"),
+        default="float64",
+        help="the experts' arithmetic (Chen et al.)",
+    )
+    parser.add_argument(
+        "--arithmetic",
+        choices=("structured", "dense"),
+        default="structured",
+        help="experts' kernels on Def. 3.1's structure, or the dense reference (Chen et al.)",
+    )
     parser.add_argument("--json", metavar="PATH", help="write the runs as JSON")
     parser.add_argument("--out", metavar="DIR", default="reports", help="folder for tables/figures")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

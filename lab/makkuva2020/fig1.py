@@ -243,6 +243,11 @@ def _replicate(args) -> int:
         raise InputError(
             f"--variant must be 'paper' for makkuva-fig1 (no reference code exists), got {args.variant!r}"
         )
+    if (args.dtype, args.arithmetic) != ("float64", "structured"):
+        raise InputError(
+            "--dtype and --arithmetic choose Chen et al.'s experts' arithmetic; makkuva-fig1 runs in "
+            f"float64 with its own kernels, got --dtype {args.dtype} --arithmetic {args.arithmetic}"
+        )
     config = TIER_CONFIGS[args.tier]
     seeds = [int(s) for s in np.random.SeedSequence(args.seed).generate_state(args.seeds)]
     runs = run_fig1(config, seeds, progress=not args.quiet)

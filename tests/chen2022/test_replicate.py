@@ -18,6 +18,8 @@ def _args(tmp_path, **kw):
         seed=0,
         variant="paper",
         tier="quick",
+        dtype="float64",
+        arithmetic="structured",
         json=None,
         quiet=True,
         keep_stale=False,
