@@ -87,8 +87,8 @@ The numbers in these pages are rendered from files committed under `results/`; n
 - `results/verify.json`: every record of one `verify` run, with its seed, tier and versions. Written
   by `{verify}`.
 - `results/replicate/TARGET.json`: one replication, its configuration and every run record. Written
-  by `python -m lab replicate TARGET --out results/replicate --json results/replicate/TARGET.json`
-  (`TARGET_reference-code.json` for `--variant reference-code`).
+  by `python -m lab replicate TARGET --seeds 10 --out results/replicate` (`TARGET_reference-code.json`
+  for `--variant reference-code`, `TARGET_float32.json` for `--dtype float32`).
 - `results/replicate/runs/`: one file per finished run, written by the same command, so a
   replication resumes where it stopped.
 - `results/bench/summary.json`: one benchmark run, per kernel the times, GFLOP/s, the fraction of the

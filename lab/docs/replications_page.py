@@ -7,6 +7,7 @@ import inspect
 import numpy as np
 
 from lab.chen2022 import replicate as chen
+from lab.docs.dtype_comparison import dtype_comparisons
 from lab.docs.markdown import anchor, num, page, table
 from lab.docs.results import Replication, Results, ResultsError
 from lab.makkuva2020 import fig1
@@ -20,15 +21,13 @@ def recovery_threshold() -> float:
     return float(inspect.signature(fig1.recovery_summary).parameters["eps"].default)
 
 
-def command(target: str, variant: str = "paper") -> str:
+def command(target: str, variant: str = "paper", dtype: str = "float64") -> str:
     """The command that writes a target's replication file into results/replicate at the paper's protocol."""
-    stem = chen.report_stem(target, variant) if target != MAKKUVA_TARGET else target
     seeds = PAPER_SEEDS if target != MAKKUVA_TARGET else 5
-    extra = f" --variant {variant}" if variant != "paper" else ""
-    return (
-        f"python -m lab replicate {target} --seeds {seeds}{extra} --out results/replicate "
-        f"--json results/replicate/{stem}.json"
+    extra = (f" --variant {variant}" if variant != "paper" else "") + (
+        f" --dtype {dtype}" if dtype != "float64" else ""
     )
+    return f"python -m lab replicate {target} --seeds {seeds}{extra} --out results/replicate"
 
 
 def known_targets() -> list[str]:
@@ -40,8 +39,15 @@ def check_targets(results: Results) -> None:
     for rep in results.replications:
         if rep.target not in known_targets():
             raise ResultsError(f"{rep.path}: unknown replication target {rep.target!r}")
-        if rep.target != MAKKUVA_TARGET and rep.variant not in chen.VARIANTS:
-            raise ResultsError(f"{rep.path}: unknown variant {rep.variant!r}")
+        if rep.target == MAKKUVA_TARGET:
+            continue
+        for field, value, allowed in (
+            ("variant", rep.variant, chen.VARIANTS),
+            ("dtype", rep.dtype, chen.DTYPES),
+            ("arithmetic", rep.arithmetic, chen.ARITHMETIC),
+        ):
+            if value not in allowed:
+                raise ResultsError(f"{rep.path}: unknown {field} {value!r}")
 
 
 def _caveats(rep: Replication, seeds: int) -> list[str]:
@@ -66,7 +72,8 @@ def _chen_section(rep: Replication) -> str:
     settings = sorted({r["setting"] for r in runs})
     sizes = config.get("train_sizes")
     head = (
-        f"#### `{rep.name}`: variant `{rep.variant}`, tier `{rep.tier}`\n\n"
+        f"#### `{rep.name}`: variant `{rep.variant}`, tier `{rep.tier}`, experts' arithmetic "
+        f"`{rep.arithmetic}` in `{rep.dtype}`\n\n"
         f"{len(runs)} runs; settings {', '.join(map(str, settings))}; seeds "
         f"{', '.join(map(str, seeds))}"
         + (f"; {sizes[0]} training and {sizes[1]} test samples" if sizes else "")
@@ -121,6 +128,7 @@ def _target_section(target: str, help_text: str, files: list[Replication]) -> st
     for rep in files:
         parts.append(_makkuva_section(rep) if target == MAKKUVA_TARGET else _chen_section(rep))
     if target != MAKKUVA_TARGET:
+        parts += dtype_comparisons(files)
         missing = [v for v in chen.VARIANTS if files and v not in {r.variant for r in files}]
         for variant in missing:
             parts.append(
@@ -137,19 +145,23 @@ def replications_page(results: Results) -> str:
     by_target = {
         t: sorted(
             (r for r in present if r.target == t),
-            key=lambda r: (r.variant != "paper", order.get(r.tier, 1), r.name),
+            key=lambda r: (r.variant != "paper", order.get(r.tier, 1), r.dtype != "float64", r.name),
         )
         for t in known_targets()
     }
     empty = [t for t, files in by_target.items() if not files]
     intro = (
         "Each table is rendered from one file under `results/replicate/`, written by "
-        "`python -m lab replicate TARGET --out results/replicate --json results/replicate/TARGET.json`. "
+        "`python -m lab replicate TARGET --seeds 10 --out results/replicate` (`TARGET.json`, suffixed by "
+        "`_reference-code` or `_float32` for the other variant or precision). "
         "For Chen et al. the lab's mean over seeds sits beside the paper's value for every cell; the "
         f"paper's values are constants of `{chen.Cell.__module__.replace('.', '/')}.py`. Two variants "
         "exist: `paper` trains the model as the paper states it, `reference-code` switches on every "
         "departure of the authors' published code (input scaling, biases, two-logit readout, uniform "
-        "init, early stopping, noisy test routing).\n\n"
+        "init, early stopping, noisy test routing). The experts run on Def. 3.1's structure "
+        "(`--arithmetic structured`, equal to the dense kernels up to rounding) in float64 unless a "
+        "file says otherwise; `--dtype float32` runs them in single precision, as the authors' code "
+        "does.\n\n"
         "The paper's protocol is the `full` tier (the training and test sizes of App. A.2) with "
         f"{PAPER_SEEDS} seeds per cell. Runs resume: each finished run is kept under "
         "`results/replicate/runs/`, so raising `--seeds` later only computes the missing seeds."

@@ -41,6 +41,8 @@ class Replication:
     variant: str
     tier: str
     payload: dict[str, Any]
+    dtype: str = "float64"  # the experts' arithmetic (Chen et al.); files from before it are dense float64
+    arithmetic: str = "dense"
 
     @property
     def name(self) -> str:
@@ -170,7 +172,9 @@ def _chen_replication(path: Path, data: dict) -> Replication:
         if not math.isfinite(accuracy):
             raise ResultsError(f"{path}: {where}test_accuracy is not finite")
         _number_or_none(path, run, "dispatch_entropy", where)
-    return Replication(path, target, variant, tier, data)
+    dtype = config.get("dtype", "float64")
+    arithmetic = config.get("arithmetic", "dense")
+    return Replication(path, target, variant, tier, data, dtype, arithmetic)
 
 
 def _makkuva_replication(path: Path, data: dict) -> Replication:

@@ -220,3 +220,21 @@ def test_every_link_between_pages_and_from_the_readme_lands_on_an_anchor():
             elif not (REPO / resolved).is_file():
                 broken.append(f"{source} -> {target}")
     assert broken == []
+
+
+@pytest.mark.parametrize(("shift", "agree"), [(0.0, "3 of 4 cells agree"), (5.0, "0 of 4 cells agree")])
+def test_float32_beside_float64_is_a_paired_comparison(results, tmp_path, shift, agree):
+    """Same seeds in both precisions: noise-level differences agree; a shifted float32 file does not."""
+    wide = _table1_payload()
+    wide["runs"] = [r | {"test_accuracy": 90.0 + r["seed"]} for r in wide["runs"]]
+    narrow = json.loads(json.dumps(wide))
+    narrow["config"]["dtype"] = "float32"
+    for i, run in enumerate(narrow["runs"]):
+        run["dtype"] = "float32"
+        # three cells differ by ±0.1 at the two seeds (mean 0, interval about ±1.3); one by +0.1 twice
+        run["test_accuracy"] += shift + (0.1 if i < 2 or i % 2 else -0.1)
+    (results / "replicate" / "table1_float32.json").write_text(json.dumps(narrow))
+    (results / "replicate" / "table1.json").write_text(json.dumps(wide))
+    page = render_all(results, SWEEPS)["replications.md"]
+    assert "#### float32 beside float64, variant `paper`" in page
+    assert agree in page

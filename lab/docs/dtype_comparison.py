@@ -1,0 +1,98 @@
+"""float32 beside float64: the same replication runs (same data, seeds and W⁽⁰⁾) in both precisions.
+
+Runs of one cell, setting and seed differ only in the experts' precision, so the comparison is
+paired: the mean per-seed difference in test accuracy with its 95 % Student-t interval, beside the
+seed-to-seed standard deviation that the paper's ± reports. The precisions agree within seed noise
+when that interval contains 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from lab.chen2022 import replicate as chen
+from lab.chen2022.tables import TARGETS
+from lab.docs.markdown import num, table
+from lab.docs.results import Replication
+
+LEVEL = 0.95
+
+
+def paired_difference(wide: list[float], narrow: list[float]) -> tuple[float, float, float]:
+    """Mean of narrow − wide over paired seeds and its two-sided `LEVEL` Student-t interval."""
+    diff = np.asarray(narrow, dtype=float) - np.asarray(wide, dtype=float)
+    mean = float(diff.mean())
+    if diff.size < 2:
+        return mean, float("nan"), float("nan")
+    half = float(stats.t.ppf(0.5 + LEVEL / 2, diff.size - 1) * diff.std(ddof=1) / np.sqrt(diff.size))
+    return mean, mean - half, mean + half
+
+
+def _by_seed(rep: Replication, cell, setting: int) -> dict[int, float]:
+    return {
+        r["seed"]: r["test_accuracy"]
+        for r in rep.payload["runs"]
+        if r["setting"] == setting
+        and r["model"] == cell.model
+        and all(r.get(k) == v for k, v in cell.params.items())
+    }
+
+
+def comparison_table(wide: Replication, narrow: Replication) -> tuple[str, int, int]:
+    """The paired table of two files of one target and variant; (Markdown, rows, rows that agree)."""
+    rows, agree = [], 0
+    for cell in TARGETS[wide.target]:
+        for setting in sorted(cell.paper):
+            a, b = _by_seed(wide, cell, setting), _by_seed(narrow, cell, setting)
+            seeds = sorted(set(a) & set(b))
+            if not seeds:
+                continue
+            x, y = [a[s] for s in seeds], [b[s] for s in seeds]
+            mean, low, high = paired_difference(x, y)
+            holds = bool(low <= 0.0 <= high)
+            agree += holds
+            seed_sd = float(np.std(x, ddof=1)) if len(x) > 1 else None
+            rows.append(
+                (
+                    cell.label,
+                    setting,
+                    len(seeds),
+                    num(float(np.mean(x)), 4),
+                    num(float(np.mean(y)), 4),
+                    num(mean, 3),
+                    f"[{num(low, 3)}, {num(high, 3)}]",
+                    num(seed_sd, 3),
+                    "yes" if holds else "no",
+                )
+            )
+    head = (
+        "cell",
+        "setting",
+        "paired seeds",
+        "float64 (%)",
+        "float32 (%)",
+        "float32 − float64",
+        f"{LEVEL:.0%} interval",
+        "seed sd (float64)",
+        "agree",
+    )
+    return table(head, rows), len(rows), agree
+
+
+def dtype_comparisons(files: list[Replication]) -> list[str]:
+    """A paired float32 / float64 section for each variant of a target that has both full-tier files."""
+    parts = []
+    for variant in chen.VARIANTS:
+        pick = {r.dtype: r for r in files if r.variant == variant and r.tier == "full"}
+        if not {"float64", "float32"} <= set(pick):
+            continue
+        text, rows, agree = comparison_table(pick["float64"], pick["float32"])
+        parts.append(
+            f"#### float32 beside float64, variant `{variant}`\n\n"
+            f"`{pick['float32'].name}` against `{pick['float64'].name}`: the same data, seeds and "
+            "initial filters, the experts' arithmetic in single or double precision. "
+            f"{agree} of {rows} cells agree within seed noise (the {LEVEL:.0%} Student-t interval of "
+            "the mean paired difference contains 0).\n\n" + text
+        )
+    return parts
