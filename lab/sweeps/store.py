@@ -12,13 +12,26 @@ Each row also records `code`, the fingerprint of the science code that computed 
 recomputed unless the caller keeps stale rows on purpose. The file is marked as the lab's by
 SQLite's application_id; a foreign, damaged or emptied file is refused and left untouched, and
 read-only commands open the store read-only.
+
+What `sweep status` reads is an index beside the rows, kept by SQLite itself on every write: per
+row its task, code, status and a 48-hex-digit record (the key's first 128 bits, then the seconds
+in nanoseconds), ordered so that one task's rows of one code and status are one range of it, read
+by `group_concat` a few large strings at a time instead of one Python object per row.
+
+Stores of an older layout (schema 1 or 2: keys were the SHA-256 of the whole configuration's
+JSON, no status index) are upgraded in place, in one transaction, by the first command that opens
+them for writing (`sweep run`): every key is recomputed from the row's stored task and
+configuration, the index is built, and no result is lost or recomputed. Read-only commands never
+write: they read such a store through a rekeyed copy in SQLite's temporary storage, built at every
+open (correct, and slower for a large store, until a run upgrades it).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,8 +40,9 @@ from typing import Any
 import numpy as np
 
 from lab.core.errors import InputError
+from lab.sweeps.keys import task_key
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x6D6F656C  # "moel"
 _COLUMNS = (
     "key",
@@ -43,9 +57,15 @@ _COLUMNS = (
     "finished",
 )
 _CHUNK = 500  # keys per SELECT ... IN (...), below SQLite's bound-parameter limit
+_RANGES = [*"0123456789abcdef", "g"]  # status records by their first hex digit: one query each
+_STATUS_RECORD = (  # the key's first 32 hex digits, then the seconds in nanoseconds as 16
+    "status_record TEXT GENERATED ALWAYS AS "
+    "(substr(key, 1, 32) || printf('%016x', CAST(round(seconds * 1e9) AS INTEGER))) VIRTUAL"
+)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tasks (
+_SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS {schema}.tasks (
     key TEXT PRIMARY KEY,
     task TEXT NOT NULL,
     params TEXT NOT NULL,
@@ -57,23 +77,25 @@ CREATE TABLE IF NOT EXISTS tasks (
     worker TEXT NOT NULL,
     finished TEXT NOT NULL,
     code TEXT NOT NULL DEFAULT '',
+    {status_record},
     CHECK ((status = 'done' AND result IS NOT NULL AND json_valid(result) AND error IS NULL)
         OR (status = 'failed' AND result IS NULL AND error IS NOT NULL))
-);
-"""
+)""",
+    "CREATE INDEX IF NOT EXISTS {schema}.tasks_status ON tasks (task, code, status, status_record)",
+)
 
 
 @dataclass(frozen=True)
 class TaskTable:
-    """One task's rows as columns: 128-bit key prefixes ((n, 2) uint64), failed and stale flags, seconds.
+    """One task's rows as columns: 128-bit key prefixes ((n, 2) uint64), failed and stale flags, nanoseconds.
 
-    `failed_keys` are the full keys of the failed rows, in table order.
+    `failed_keys` are the full keys of the failed rows that are not stale.
     """
 
     prefix: np.ndarray
     failed: np.ndarray
     stale: np.ndarray
-    seconds: np.ndarray
+    nanoseconds: np.ndarray
     failed_keys: list[str]
 
 
@@ -125,24 +147,26 @@ class SweepStore:
         else:
             db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         try:
-            self._columns = _check_ours(db, self.path) if exists else set()
-            if not self.readonly:
+            version = _check_ours(db, self.path) if exists else SCHEMA_VERSION
+            db.create_function("task_key", 2, _stored_key, deterministic=True)
+            if self.readonly and version < SCHEMA_VERSION:
+                _rekeyed_copy(db)
+            elif not self.readonly:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=FULL")
-                with _Commit(db, begin=True):
-                    db.execute(_SCHEMA)
-                    if "code" not in self._columns and self._columns:
-                        db.execute("ALTER TABLE tasks ADD COLUMN code TEXT NOT NULL DEFAULT ''")
+                with _Commit(db):
+                    if version < SCHEMA_VERSION:
+                        _upgrade(db)
+                    _create(db, "main")
                     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                     db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                self._columns = {*_COLUMNS, "code"}
         except BaseException:
             db.close()
             raise
         return db
 
     def _transaction(self) -> _Commit:
-        return _Commit(self._db, begin=True)
+        return _Commit(self._db)
 
     def put(
         self,
@@ -182,44 +206,54 @@ class SweepStore:
         """Status of each key that has a row ('done', 'failed', or 'stale' when its code is not `code`)."""
         return {
             key: "stale" if code is not None and row_code != code else status
-            for key, status, row_code in self._select("key, status, " + self._code, list(keys))
+            for key, status, row_code in self._select("key, status, code", list(keys))
         }
 
     def task_table(self, task: str, code: str | None) -> TaskTable:
-        """Every row of one task as arrays (key prefix, failed, stale, seconds): what `sweep status` counts.
+        """Every row of one task as arrays (key prefix, failed, stale, nanoseconds) for `sweep status`.
 
-        Rows are fetched in chunks and kept as NumPy arrays, so 10⁶ rows cost about 50 MB; a row
-        is stale when `code` is given and differs from the row's. One pass over the table.
+        Read from the status index in one snapshot, one code and status at a time (the codes found
+        by seeking through the index), 16 queries of `group_concat` each: 24 bytes per row and no
+        object per row. A row is stale when `code` is given and differs from the row's.
         """
-        query = (
-            f"SELECT substr(key, 1, 32), CASE WHEN status = 'failed' THEN key END, {self._code} != ?, "
-            "seconds "
-            "FROM tasks WHERE task = ?"
-        )
-        parts, failed_keys = [], []
+        parts, failed, stale, failed_keys = [np.empty((0, 3), np.uint64)], [], [], []
         try:
-            cursor = self._db.execute(query, ("" if code is None else code, task))
-            while chunk := cursor.fetchmany(1 << 16):
-                keys, failed, stale, seconds = zip(*chunk, strict=True)
-                prefix = np.frombuffer(bytes.fromhex("".join(keys)), dtype=">u8").astype(np.uint64)
-                flags = np.array([key is not None for key in failed])
-                parts.append((prefix.reshape(-1, 2), flags, np.array(stale, bool), np.array(seconds)))
-                failed_keys += [key for key in failed if key is not None]
+            with _Commit(self._db, "DEFERRED"):
+                for row_code in self._codes(task):
+                    is_stale = code is not None and row_code != code
+                    for status in ("done", "failed"):
+                        for records in self._records(task, row_code, status):
+                            parts.append(records)
+                            stale.append(np.full(len(records), is_stale))
+                            failed.append(np.full(len(records), status == "failed" and not is_stale))
+                    if not is_stale:
+                        failed_keys += [key for (key,) in self._db.execute(_FAILED_KEYS, (task, row_code))]
         except sqlite3.DatabaseError as exc:
             raise InputError(f"store {self.path}: {_damaged(exc)}") from None
-        if not parts:
-            parts = [(np.empty((0, 2), np.uint64), np.empty(0, bool), np.empty(0, bool), np.empty(0))]
-        prefix, failed, stale, seconds = (np.concatenate(column) for column in zip(*parts, strict=True))
-        return TaskTable(prefix, failed, stale & (code is not None), seconds, failed_keys)
+        records = np.concatenate(parts)
+        flags = (np.concatenate([np.empty(0, bool), *column]) for column in (failed, stale))
+        return TaskTable(records[:, :2], *flags, records[:, 2], failed_keys)
 
-    @property
-    def _code(self) -> str:
-        return "code" if "code" in self._columns else "''"
+    def _codes(self, task: str) -> list[str]:
+        """The distinct codes of one task's rows, in order, each found by one seek in the status index."""
+        codes: list[str] = []
+        row = self._db.execute(_CODE_AFTER.format(">="), (task, "")).fetchone()
+        while row is not None:
+            codes.append(row[0])
+            row = self._db.execute(_CODE_AFTER.format(">"), (task, row[0])).fetchone()
+        return codes
+
+    def _records(self, task: str, code: str, status: str) -> Iterator[np.ndarray]:
+        """One task's rows of one code and status, in chunks of (n, 3) uint64: key prefix (2), nanoseconds."""
+        for low, high in itertools.pairwise(_RANGES):
+            (text,) = self._db.execute(_RECORDS, (task, code, status, low, high)).fetchone()
+            if text:
+                yield np.frombuffer(bytes.fromhex(text), dtype=">u8").astype(np.uint64).reshape(-1, 3)
 
     def rows(self, keys: Iterable[str]) -> list[StoredTask]:
         """The stored rows for `keys`, in the order of `keys` (keys without a row are skipped)."""
         order = {key: i for i, key in enumerate(keys)}
-        columns = ", ".join((*_COLUMNS, self._code))
+        columns = ", ".join((*_COLUMNS, "code"))
         found = [_row(values) for values in self._select(columns, list(order))]
         return sorted(found, key=lambda row: order[row.key])
 
@@ -248,12 +282,14 @@ class SweepStore:
 
 
 class _Commit:
-    """A transaction begun with BEGIN IMMEDIATE, ended with COMMIT, or ROLLBACK on error."""
+    """A transaction begun with BEGIN IMMEDIATE (to write) or DEFERRED (one snapshot to read), then COMMIT.
 
-    def __init__(self, db: sqlite3.Connection, begin: bool) -> None:
+    ROLLBACK on error.
+    """
+
+    def __init__(self, db: sqlite3.Connection, kind: str = "IMMEDIATE") -> None:
         self._db = db
-        if begin:
-            db.execute("BEGIN IMMEDIATE")
+        db.execute(f"BEGIN {kind}")
 
     def __enter__(self) -> sqlite3.Connection:
         return self._db
@@ -265,9 +301,45 @@ class _Commit:
 _EMPTIED = "the file is empty (emptied or truncated); it is left untouched: move it aside to start afresh"
 
 
-def prefix_array(raw: bytes) -> np.ndarray:
-    """16-byte key prefixes, concatenated, as an (n, 2) array of uint64: the high and low 64 bits."""
-    return np.frombuffer(raw, dtype=">u8").astype(np.uint64).reshape(-1, 2)
+_CODE_AFTER = "SELECT code FROM tasks WHERE task = ? AND code {} ? ORDER BY code LIMIT 1"
+_RECORDS = (
+    "SELECT group_concat(status_record, '') FROM tasks "
+    "WHERE task = ? AND code = ? AND status = ? AND status_record >= ? AND status_record < ?"
+)
+_FAILED_KEYS = "SELECT key FROM tasks WHERE task = ? AND code = ? AND status = 'failed'"
+
+
+def _create(db: sqlite3.Connection, schema: str) -> None:
+    """The tasks table and its status index in `schema` ('main', or 'temp' for a rekeyed copy)."""
+    for statement in _SCHEMA:
+        db.execute(statement.format(schema=schema, status_record=_STATUS_RECORD))
+
+
+def _stored_key(task: str, params: str) -> str:
+    """SQL function task_key(task, params): a stored row's key, recomputed from its configuration."""
+    return task_key(task, json.loads(params))
+
+
+def _upgrade(db: sqlite3.Connection) -> None:
+    """Bring a store of schema 1 or 2 to this layout in place: code column, this lab's keys, status record."""
+    if "code" not in _columns(db):
+        db.execute("ALTER TABLE tasks ADD COLUMN code TEXT NOT NULL DEFAULT ''")
+    db.execute("UPDATE tasks SET key = task_key(task, params)")
+    db.execute(f"ALTER TABLE tasks ADD COLUMN {_STATUS_RECORD}")
+
+
+def _rekeyed_copy(db: sqlite3.Connection) -> None:
+    """Read a store of schema 1 or 2 without writing it: a copy in temporary storage that shadows `tasks`."""
+    _create(db, "temp")
+    code = "code" if "code" in _columns(db) else "''"
+    db.execute(
+        f"INSERT INTO temp.tasks ({', '.join(_COLUMNS)}, code) "
+        f"SELECT task_key(task, params), {', '.join(_COLUMNS[1:])}, {code} FROM main.tasks"
+    )
+
+
+def _columns(db: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in db.execute("PRAGMA main.table_info(tasks)")}
 
 
 def _damaged(exc: sqlite3.DatabaseError) -> str:
@@ -277,13 +349,12 @@ def _damaged(exc: sqlite3.DatabaseError) -> str:
     )
 
 
-def _check_ours(db: sqlite3.Connection, path: Path) -> set[str]:
-    """The columns of the lab's `tasks` table; InputError for a foreign database or a newer schema."""
+def _check_ours(db: sqlite3.Connection, path: Path) -> int:
+    """The schema version of the lab's store; InputError for a foreign database or a newer schema."""
     application_id = db.execute("PRAGMA application_id").fetchone()[0]
     version = db.execute("PRAGMA user_version").fetchone()[0]
-    columns = {row[1] for row in db.execute("PRAGMA table_info(tasks)")}
     ours = application_id == APPLICATION_ID or (
-        application_id == 0 and version == 1 and set(_COLUMNS) <= columns
+        application_id == 0 and version == 1 and set(_COLUMNS) <= _columns(db)
     )
     if not ours:
         raise InputError(
@@ -292,7 +363,7 @@ def _check_ours(db: sqlite3.Connection, path: Path) -> set[str]:
         )
     if version > SCHEMA_VERSION:
         raise InputError(f"store {path}: schema version {version} is newer than this lab's {SCHEMA_VERSION}")
-    return columns
+    return version
 
 
 def _row(values: tuple) -> StoredTask:

@@ -26,9 +26,10 @@ go to it and it returns the run configurations; every other field overrides that
 configuration (a dotted name such as "model.M" reaches into nested dicts; a configuration
 without the field is an error, so a misspelt override never runs silently).
 
-Task key: SHA-256 of the canonical JSON (sorted keys) of the task name and its full configuration,
-so a key names exactly one configuration and grids that overlap share results. TOML keeps 1 and
-1.0 apart, and so do keys. Each stored result also records the fingerprint of the science code
+Task key (`lab.sweeps.keys`): the XOR of the SHA-256 digests of the canonical JSON of the task name
+and of each field of its full configuration, so a key names exactly one configuration and grids
+that overlap share results; a grid's keys are computed in bulk. TOML keeps 1 and 1.0 apart, and so
+do keys. Each stored result also records the fingerprint of the science code
 the task depends on (`lab.core.provenance.code_fingerprint`): a result from other code is stale,
 shown as such by status and report, and recomputed by the next run, unless `keep_stale` (the CLI's
 --keep-stale) keeps the old results on purpose.
@@ -43,10 +44,8 @@ it arrives, and tasks whose key is already done are skipped, so an interrupted s
 from __future__ import annotations
 
 import copy
-import hashlib
 import importlib.util
 import itertools
-import json
 import logging
 import math
 import os
@@ -67,7 +66,8 @@ import lab
 from lab.core.errors import InputError
 from lab.core.progress import Progress
 from lab.core.provenance import code_fingerprint
-from lab.sweeps.store import SweepStore, prefix_array
+from lab.sweeps.keys import canonical, grid_keys, prefix_array, task_key
+from lab.sweeps.store import SweepStore
 from lab.sweeps.tasks import TaskType, run_task, task_type
 
 _TABLES = ("sweep", "params", "grid", "report")
@@ -176,80 +176,35 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>", default_name: str =
     )
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def task_key(task: str, params: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of the task name and its full configuration."""
-    return hashlib.sha256(_key_text(task, params)).hexdigest()
-
-
-def _key_text(task: str, params: dict[str, Any]) -> bytes:
-    return _canonical({"params": params, "task": task}).encode()
-
-
 def task_code(task: str) -> str:
     """Fingerprint of the science code a task's results depend on (see `code_fingerprint`)."""
     return code_fingerprint(task_type(task).run.__module__)
 
 
 def key_prefixes(spec: SweepSpec) -> np.ndarray:
-    """The first 128 bits of every task key as an (n, 2) array of big-endian uint64 (`store.prefix_array`).
+    """The first 128 bits of every task key as an (n, 2) array of big-endian uint64, in grid order.
 
-    What `sweep status` compares with the store: 16 bytes of digest per task in one buffer, so a
-    grid of 10⁶ tasks costs 16 MB and no per-task objects.
-    """
-    digests = bytearray()
-    sha256 = hashlib.sha256
-    for text in key_texts(spec):
-        digests += sha256(text).digest()[:16]
-    return prefix_array(bytes(digests))
-
-
-def contains(keys: np.ndarray, probes: np.ndarray) -> np.ndarray:
-    """Which rows of `probes` are rows of `keys` (both (n, 2) uint64 prefixes): exact, by sort and search."""
-    order, seek = np.argsort(keys[:, 0]), np.argsort(probes[:, 0])
-    high, low = keys[order, 0], keys[order, 1]
-    wanted_high, wanted_low = probes[seek, 0], probes[seek, 1]
-    first = np.searchsorted(high, wanted_high, side="left")  # sorted probes: one sweep through `high`
-    last = np.searchsorted(high, wanted_high, side="right")
-    found = np.zeros(len(probes), dtype=bool)
-    single = last - first == 1
-    found[seek[single]] = low[first[single]] == wanted_low[single]
-    for i in np.flatnonzero(last - first > 1):  # equal high halves: ~10⁻⁷ per 10⁶ keys
-        found[seek[i]] = bool(np.any(low[first[i] : last[i]] == wanted_low[i]))
-    return found
-
-
-def key_texts(spec: SweepSpec) -> Iterator[bytes]:
-    """The canonical JSON of each task's configuration (what `task_key` hashes), in no particular order.
-
-    For a task with defaults the text is assembled from the fields' pre-serialised values, so a
-    grid is streamed with no per-task dicts.
+    What `sweep status` compares with the store: 16 bytes per task in one array and no per-task
+    objects, computed in bulk (`lab.sweeps.keys.grid_keys`) unless the task has an expander.
     """
     kind = task_type(spec.task)
-    if kind.defaults is None:
-        yield from (_key_text(t.task, t.params) for t in expand(spec))
-        return
-    first = {**spec.params, **{k: v[0] for k, v in spec.grid.items()}}
-    kind.with_defaults(first, spec.source)
-    for field_name, values in spec.grid.items():
-        for value in values:
-            kind.check_value(field_name, value, spec.source)
-    config = {**kind.defaults, **spec.params}
-    options = []
-    for name in sorted({*config, *spec.grid}):
-        values = spec.grid.get(name, [config.get(name)])
-        options.append(list(dict.fromkeys(f"{_canonical(name)}:{_canonical(v)}" for v in values)))
-    head, tail = '{"params":{', "}," + f'"task":{_canonical(spec.task)}' + "}"
-    for combination in itertools.product(*options):
-        yield (head + ",".join(combination) + tail).encode()
+    if kind.expand is not None:
+        return prefix_array(bytes.fromhex("".join(t.key[:32] for t in expand(spec))))
+    return grid_keys(spec.task, *_fixed_and_grid(spec, kind), lanes=2)
 
 
 def expand(spec: SweepSpec) -> list[SweepTask]:
     """The sweep's tasks in grid order (a configuration that appears twice runs once)."""
     kind = task_type(spec.task)
+    if kind.expand is None:
+        fixed, grid = _fixed_and_grid(spec, kind)
+        keys = grid_keys(spec.task, fixed, grid).astype(">u8").tobytes().hex()
+        points = (dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values()))
+        base = {**(kind.defaults or {}), **spec.params}  # the defaults' field order, as `with_defaults`
+        return [
+            SweepTask(keys[64 * i : 64 * i + 64], spec.task, {**base, **point})
+            for i, point in enumerate(points)
+        ]
     tasks: dict[str, SweepTask] = {}
     for values in itertools.product(*spec.grid.values()):
         point = {**spec.params, **dict(zip(spec.grid, values, strict=True))}
@@ -257,6 +212,23 @@ def expand(spec: SweepSpec) -> list[SweepTask]:
             key = task_key(spec.task, config)
             tasks.setdefault(key, SweepTask(key, spec.task, config))
     return list(tasks.values())
+
+
+def _fixed_and_grid(spec: SweepSpec, kind: TaskType) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """A task without an expander: its fixed fields (defaults filled in) and the grid's distinct values.
+
+    Each grid field keeps its values' first occurrences by canonical JSON; every value is checked
+    against the task's parameters once, not once per task.
+    """
+    fixed = dict(spec.params)
+    if kind.defaults is not None:
+        kind.with_defaults({**spec.params, **{k: v[0] for k, v in spec.grid.items()}}, spec.source)
+        for name, values in spec.grid.items():
+            for value in values:
+                kind.check_value(name, value, spec.source)
+        fixed = {k: v for k, v in {**kind.defaults, **spec.params}.items() if k not in spec.grid}
+    distinct = {name: list({canonical(v): v for v in values}.values()) for name, values in spec.grid.items()}
+    return fixed, distinct
 
 
 def run_sweep(
@@ -346,11 +318,7 @@ def machine_cores() -> int:
 
 
 def _configurations(kind: TaskType, point: dict[str, Any], source: str) -> list[dict[str, Any]]:
-    """The full configurations of one grid point (defaults filled in, or the expander's output)."""
-    if kind.defaults is not None:
-        return [kind.with_defaults(point, source)]
-    if kind.expand is None:
-        return [dict(point)]
+    """The full configurations of one grid point of a task with an expander: the expander's output."""
     takes = kind.expand_args()
     missing = [n for n, p in takes.items() if p.default is p.empty and n not in point]
     if missing:

@@ -1,9 +1,12 @@
 """Damaged, foreign and stale state: named, refused or flagged, never silently reused or rewritten."""
 
+import hashlib
+import json
 import sqlite3
 import subprocess
 import sys
 from contextlib import closing
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,9 +14,10 @@ import pytest
 from lab.cli.main import EXIT_BAD_INPUT, main
 from lab.core import provenance
 from lab.core.errors import InputError
+from lab.sweeps.keys import contains
 from lab.sweeps.report import sweep_status
-from lab.sweeps.store import SweepStore
-from lab.sweeps.sweep import contains, expand, key_prefixes, load_spec, run_sweep
+from lab.sweeps.store import APPLICATION_ID, SCHEMA_VERSION, SweepStore
+from lab.sweeps.sweep import expand, key_prefixes, load_spec, run_sweep
 
 SPEC = """
 [sweep]
@@ -196,5 +200,72 @@ def test_status_counts_the_rows_of_its_own_grid_only(spec_path):
         status = sweep_status(spec, store)
         seconds = sum(row.seconds for row in store.rows(t.key for t in expand(spec)))
     assert (status.total, status.done, status.failed, status.stale, status.pending) == (4, 2, 0, 0, 2)
-    assert status.compute_seconds == pytest.approx(seconds, rel=1e-12)
+    assert status.compute_seconds == pytest.approx(seconds, abs=2 * 1e-9)  # nanoseconds per row
     assert key_prefixes(spec).shape == (4, 2) and len(set(map(tuple, key_prefixes(spec).tolist()))) == 4
+
+
+OLD_LAYOUT = """
+CREATE TABLE tasks (
+    key TEXT PRIMARY KEY, task TEXT NOT NULL, params TEXT NOT NULL, lab_version TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('done', 'failed')), result TEXT, error TEXT,
+    seconds REAL NOT NULL, worker TEXT NOT NULL, finished TEXT NOT NULL{code},
+    CHECK ((status = 'done' AND result IS NOT NULL AND json_valid(result) AND error IS NULL)
+        OR (status = 'failed' AND result IS NULL AND error IS NOT NULL))
+)
+"""
+OLD_COLUMNS = "key task params lab_version status result error seconds worker finished".split()
+
+
+def _old_store(spec_path, tmp_path, version: int) -> Path:
+    """The spec's results as a lab of schema 1 (no code column) or 2 stored them.
+
+    Their keys were the SHA-256 of the whole configuration's canonical JSON.
+    """
+    assert main(["sweep", "run", str(spec_path), "--sequential", "--quiet"]) == 0
+    with closing(sqlite3.connect(tmp_path / "s.sqlite")) as db:
+        rows = db.execute(f"SELECT {', '.join(OLD_COLUMNS)}, code FROM tasks").fetchall()
+    old, width = tmp_path / f"v{version}.sqlite", len(OLD_COLUMNS) + (version == 2)
+    with closing(sqlite3.connect(old)) as db, db:
+        db.execute(OLD_LAYOUT.format(code=", code TEXT NOT NULL DEFAULT ''" if version == 2 else ""))
+        db.execute(f"PRAGMA user_version={version}")
+        db.execute(f"PRAGMA application_id={APPLICATION_ID if version == 2 else 0}")
+        for row in rows:
+            text = json.dumps(
+                {"params": json.loads(row[2]), "task": row[1]}, sort_keys=True, separators=(",", ":")
+            )
+            values = (hashlib.sha256(text.encode()).hexdigest(), *row[1:])[:width]
+            db.execute(f"INSERT INTO tasks VALUES ({', '.join('?' * width)})", values)
+    return old
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_store_of_an_old_layout_is_read_as_it_is_and_upgraded_by_the_next_run(
+    spec_path, tmp_path, capsys, version
+):
+    """Read-only commands read it through a rekeyed temporary copy and leave it byte for byte as it
+    was; the next run rewrites its keys in place and recomputes nothing (schema 1 rows have no code
+    fingerprint, so they are stale unless kept on purpose)."""
+    old = _old_store(spec_path, tmp_path, version)
+    files = {p.name: p.read_bytes() for p in tmp_path.glob(f"{old.name}*")}
+    done, stale = (4, 0) if version == 2 else (0, 4)
+    old.chmod(0o444)
+    try:
+        assert main(["sweep", "status", str(spec_path), "--store", str(old)]) == 0
+        assert f"{done} done, 0 failed, {stale} stale, 0 pending" in capsys.readouterr().out
+        assert (
+            main(["sweep", "report", str(spec_path), "--store", str(old), "--out", str(tmp_path / "r")]) == 0
+        )
+    finally:
+        old.chmod(0o644)
+    assert {p.name: p.read_bytes() for p in tmp_path.glob(f"{old.name}*")} == files
+    assert json.loads((tmp_path / "r" / "s.json").read_text())["counts"]["done"] == done
+    spec = load_spec(spec_path)
+    summary = run_sweep(spec, store_path=old, sequential=True, quiet=True, keep_stale=True)
+    assert (summary.ran, summary.already_done) == ([], 4)
+    with closing(sqlite3.connect(old)) as db, closing(sqlite3.connect(tmp_path / "s.sqlite")) as new:
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert dict(db.execute("SELECT key, result FROM tasks")) == dict(
+            new.execute("SELECT key, result FROM tasks")
+        )
+    with SweepStore(old, readonly=True) as store:
+        assert sweep_status(spec, store, keep_stale=True).done == 4

@@ -19,7 +19,7 @@ from lab.chen2022.sweep_tasks import exact_win_probability
 from lab.cli.main import main
 from lab.sweeps import sweep
 from lab.sweeps.store import SweepStore
-from lab.sweeps.sweep import expand, load_spec, run_sweep, task_key
+from lab.sweeps.sweep import expand, key_prefixes, load_spec, run_sweep, task_key
 from lab.sweeps.tasks import register_task, routing_probability, run_task
 
 SMOKE = """
@@ -117,6 +117,19 @@ def test_key_names_task_and_configuration():
     assert key == task_key("t", {"b": [1, 2], "a": 1})
     assert key != task_key("t", {"a": 1.0, "b": [1, 2]})
     assert key != task_key("u", {"a": 1, "b": [1, 2]})
+
+
+def test_a_grid_is_keyed_in_bulk_exactly_as_task_by_task(tmp_path):
+    """The keys a run writes (`expand`) and those status compares (`key_prefixes`) are `task_key`'s."""
+    text = (
+        '[sweep]\ntask = "test-flaky"\n[params]\nname = "a"\nnested = {b = [1, 2.0], a = {c = true}}\n'
+        '[grid]\nx = [1, 1.0, -0.0, 0.0, "1", true, [1], {y = 1}, 1]\nz = [0, 1]\n'
+    )
+    spec = load_spec(write_spec(tmp_path, text))
+    tasks = expand(spec)
+    assert len(tasks) == 16 and len({t.key for t in tasks}) == 16  # the second 1 is the first
+    assert all(t.key == task_key(t.task, t.params) for t in tasks)
+    assert key_prefixes(spec).tolist() == [[int(t.key[:16], 16), int(t.key[16:32], 16)] for t in tasks]
 
 
 def test_expansion_fills_defaults_in_grid_order(tmp_path):
