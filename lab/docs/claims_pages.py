@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from lab.chen2022.proof_steps import CATEGORIES, PROOF_STEPS
 from lab.core.registry import claim_order
 from lab.docs.catalogue import BY_ID, PAPERS, SUBSTRATE, paper_of
 from lab.docs.markdown import anchor, code, interval, num, page, table
@@ -119,6 +120,59 @@ def _claim_section(claim_id: str, checks: list[CheckInfo], records: list[dict[st
     return "\n".join(lines)
 
 
+def proof_steps_section(claim_ids: set[str]) -> str:
+    """Chen et al.'s page: the catalogue of Theorem 4.2's proof steps (`lab/chen2022/proof_steps.py`)."""
+    counts = Counter(step.category for step in PROOF_STEPS)
+    linked = [step for step in PROOF_STEPS if step.checked_by]
+    per_category = ", ".join(f"{counts[c]} {c}" for c in CATEGORIES)
+    intro = (
+        f"The proof of Theorem 4.2 (App. D–E, with the routing lemmas of App. C and the auxiliary lemmas "
+        f"of App. F) is catalogued step by step in {code('lab/chen2022/proof_steps.py')}: "
+        f"{len(PROOF_STEPS)} numbered steps, {per_category}. {len(linked)} of them are checked today by a "
+        "claim of this page; the others list what a check would measure. **Not built yet:** the monitors "
+        "that would measure these quantities along runs of Algorithm 1, and the study of how they move "
+        "with d. A step that holds at every t is listed under the stage where the proof uses it."
+    )
+    meaning = "\n".join(f"- **{c}** ({counts[c]}): {what}." for c, what in CATEGORIES.items())
+
+    def link(claim: str | None) -> str:
+        if claim is None:
+            return "-"
+        return f"[{claim}](#{claim.lower()})" if claim in claim_ids else claim
+
+    rows = [
+        (
+            f"[{s.kind} {s.lemma}](#step-{anchor_id(s.lemma)})",
+            s.stage,
+            s.quantity,
+            s.category,
+            link(s.checked_by),
+        )
+        for s in PROOF_STEPS
+    ]
+    statements = [
+        f"{anchor('step-' + anchor_id(s.lemma))}**{s.kind} {s.lemma}** ({s.section}; stage: {s.stage}). "
+        f"{s.statement}\n\n- **Bounds:** {s.quantity}.\n- **Category:** {s.category}. {s.why} "
+        + (f"Checked by {link(s.checked_by)}." if s.checked_by else "Not checked yet.")
+        for s in PROOF_STEPS
+    ]
+    return "\n\n".join(
+        [
+            anchor("proof-steps") + "\n## Theorem 4.2's proof, step by step",
+            intro,
+            meaning,
+            table(("lemma", "stage", "what it bounds", "category", "checked by"), rows),
+            "The statements, in the paper's order:",
+            *statements,
+        ]
+    )
+
+
+def anchor_id(lemma: str) -> str:
+    """`E.12` -> `e-12`: a link target for a proof step."""
+    return lemma.lower().replace(".", "-")
+
+
 def claims_page(paper_key: str, results: Results, checks: list[CheckInfo]) -> str:
     """docs/claims/<paper>.md."""
     paper = PAPERS[paper_key]
@@ -159,6 +213,10 @@ def claims_page(paper_key: str, results: Results, checks: list[CheckInfo]) -> st
         parts.append(
             "The substrate objects below have no claim of their own to verify; unit tests cover them.\n\n"
             + table(("id", "object", "tests"), [(i, what, code(path)) for i, what, path in SUBSTRATE])
+            + "\n\nTheorem 4.2's proof lemma by lemma, with the claims that check each step: "
+            "[below](#proof-steps)."
         )
     parts += [_claim_section(c, checks_of.get(c, []), by_claim.get(c, [])) for c in ordered]
+    if paper_key == "chen2022":
+        parts.append(proof_steps_section(set(ordered)))
     return page(f"Claims: {paper.short}", *parts)
