@@ -16,14 +16,18 @@ read-only commands open the store read-only.
 What `sweep status` reads is an index beside the rows, kept by SQLite itself on every write: per
 row its task, code, status and a 48-hex-digit record (the key's first 128 bits, then the seconds
 in nanoseconds), ordered so that one task's rows of one code and status are one range of it, read
-by `group_concat` a few large strings at a time instead of one Python object per row.
+by `group_concat` a few large strings at a time instead of one Python object per row. Rows
+written one at a time scatter that index over the file, so a new store has 64 KB pages: reading
+it when the file is not in the OS page cache costs 16 times fewer random reads than with SQLite's
+4 KB pages (10⁶ rows: about 1.5 s instead of 4 s on a shared test machine).
 
 Stores of an older layout (schema 1 or 2: keys were the SHA-256 of the whole configuration's
 JSON, no status index) are upgraded in place, in one transaction, by the first command that opens
 them for writing (`sweep run`): every key is recomputed from the row's stored task and
-configuration, the index is built, and no result is lost or recomputed. Read-only commands never
-write: they read such a store through a rekeyed copy in SQLite's temporary storage, built at every
-open (correct, and slower for a large store, until a run upgrades it).
+configuration, the index is built, and no result is lost or recomputed (10⁶ rows: about a minute,
+once). Read-only commands never write: they read such a store through a rekeyed copy in SQLite's
+temporary storage, built at every open (correct, but 10⁶ rows take about 35 s) until a run
+upgrades it.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ _COLUMNS = (
     "finished",
 )
 _CHUNK = 500  # keys per SELECT ... IN (...), below SQLite's bound-parameter limit
+_PAGE_SIZE = 1 << 16  # see the module docstring
+_CHECKPOINT_PAGES = (4 << 20) // _PAGE_SIZE  # WAL checkpoint every 4 MB, as SQLite's default with 4 KB pages
 _RANGES = [*"0123456789abcdef", "g"]  # status records by their first hex digit: one query each
 _STATUS_RECORD = (  # the key's first 32 hex digits, then the seconds in nanoseconds as 16
     "status_record TEXT GENERATED ALWAYS AS "
@@ -152,8 +158,10 @@ class SweepStore:
             if self.readonly and version < SCHEMA_VERSION:
                 _rekeyed_copy(db)
             elif not self.readonly:
+                db.execute(f"PRAGMA page_size={_PAGE_SIZE}")  # takes effect when the file is new
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=FULL")
+                db.execute(f"PRAGMA wal_autocheckpoint={_CHECKPOINT_PAGES}")
                 with _Commit(db):
                     if version < SCHEMA_VERSION:
                         _upgrade(db)
@@ -334,7 +342,8 @@ def _rekeyed_copy(db: sqlite3.Connection) -> None:
     code = "code" if "code" in _columns(db) else "''"
     db.execute(
         f"INSERT INTO temp.tasks ({', '.join(_COLUMNS)}, code) "
-        f"SELECT task_key(task, params), {', '.join(_COLUMNS[1:])}, {code} FROM main.tasks"
+        f"SELECT task_key(task, params), {', '.join(_COLUMNS[1:])}, {code} FROM main.tasks "
+        "ORDER BY 1"  # in key order, the copy's indexes grow at their ends
     )
 
 

@@ -303,6 +303,7 @@ def test_store_never_holds_a_partial_or_overwritten_record(tmp_path):
                     row,
                 )
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("PRAGMA page_size").fetchone() == (1 << 16,)
 
 
 def test_cli_run_status_and_report_from_the_store(tmp_path, capsys):
