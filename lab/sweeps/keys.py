@@ -73,7 +73,8 @@ def contains(keys: np.ndarray, probes: np.ndarray) -> np.ndarray:
     first = np.searchsorted(high, probes[:, 0]).clip(max=len(high) - 1)
     found[:] = (high[first] == probes[:, 0]) & (keys[order[first], 1] == probes[:, 1])
     repeated = high[1:][high[1:] == high[:-1]]  # equal high halves: ~10⁻⁷ per 10⁶ keys
-    for i in np.flatnonzero(np.isin(probes[:, 0], repeated)) if len(repeated) else ():
-        same = slice(first[i], np.searchsorted(high, probes[i, 0], side="right"))
-        found[i] = bool(np.any(keys[order[same], 1] == probes[i, 1]))
+    if len(repeated):
+        for i in np.flatnonzero(np.isin(probes[:, 0], repeated)):
+            same = slice(first[i], np.searchsorted(high, probes[i, 0], side="right"))
+            found[i] = bool(np.any(keys[order[same], 1] == probes[i, 1]))
     return found
