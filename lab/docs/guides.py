@@ -194,8 +194,11 @@ seconds, worker, time):
 
 ## Keys and reproducibility
 
-A task's key is the SHA-256 of the canonical JSON of the task name and its full configuration. The
-same configuration therefore has the same key in every spec, so overlapping grids share runs (Table
+A task's key is the XOR of the SHA-256 digests of the canonical JSON of the task name and of each
+configuration field as `[name, value]` (`lab/sweeps/keys.py`), so a whole grid's keys come from one
+small table of digests per field. Two configurations differ in at least one term, so their 128-bit
+key prefixes agree by accident with probability 2⁻¹²⁸. The same configuration has the same key in
+every spec, so overlapping grids share runs (Table
 1's runs are part of Table 3's), and a result does not depend on where the task ran: a Dask run and a
 sequential run of the same grid give the same result JSON bit for bit (a tested property). Each task
 runs single-threaded (BLAS through `threadpoolctl`, Numba through `numba.set_num_threads(1)`).
