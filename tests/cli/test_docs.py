@@ -118,6 +118,8 @@ def test_render_from_a_results_folder_then_check(results, tmp_path, capsys):
     )
     findings = (out / "findings.md").read_text()
     assert "`routed_forward` 62.5 %" in findings
+    assert "Of the 2 nonlinear-MoE runs in `table1.json`" in findings  # accuracies 96 and 97
+    assert "0 end below 95 % (rate 0.0 %, 95 % Clopper–Pearson [0.0 %, 84.2 %]" in findings
     assert "routed_forward" not in (out / "index.md").read_text()
 
     capsys.readouterr()
