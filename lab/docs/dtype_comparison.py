@@ -8,11 +8,14 @@ when that interval contains 0.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from scipy import stats
 
 from lab.chen2022 import replicate as chen
 from lab.chen2022.tables import TARGETS
+from lab.docs.evidence import cell_runs
 from lab.docs.markdown import num, table
 from lab.docs.results import Replication
 
@@ -30,13 +33,7 @@ def paired_difference(wide: list[float], narrow: list[float]) -> tuple[float, fl
 
 
 def _by_seed(rep: Replication, cell, setting: int) -> dict[int, float]:
-    return {
-        r["seed"]: r["test_accuracy"]
-        for r in rep.payload["runs"]
-        if r["setting"] == setting
-        and r["model"] == cell.model
-        and all(r.get(k) == v for k, v in cell.params.items())
-    }
+    return {r["seed"]: r["test_accuracy"] for r in cell_runs(rep, cell, setting)}
 
 
 def comparison_table(wide: Replication, narrow: Replication) -> tuple[str, int, int]:
@@ -81,15 +78,18 @@ def comparison_table(wide: Replication, narrow: Replication) -> tuple[str, int, 
 
 
 def dtype_comparisons(files: list[Replication]) -> list[str]:
-    """A paired float32 / float64 section for each variant of a target that has both full-tier files."""
+    """A paired float32 / float64 section for each variant and arithmetic of a target that has both
+    full-tier files (a file is paired only with the file of its own variant and arithmetic)."""
     parts = []
-    for variant in chen.VARIANTS:
-        pick = {r.dtype: r for r in files if r.variant == variant and r.tier == "full"}
+    for variant, arithmetic in itertools.product(chen.VARIANTS, chen.ARITHMETIC):
+        pick = {
+            r.dtype: r for r in files if (r.variant, r.arithmetic, r.tier) == (variant, arithmetic, "full")
+        }
         if not {"float64", "float32"} <= set(pick):
             continue
         text, rows, agree = comparison_table(pick["float64"], pick["float32"])
         parts.append(
-            f"#### float32 beside float64, variant `{variant}`\n\n"
+            f"#### float32 beside float64, variant `{variant}`, arithmetic `{arithmetic}`\n\n"
             f"`{pick['float32'].name}` against `{pick['float64'].name}`: the same data, seeds and "
             "initial filters, the experts' arithmetic in single or double precision. "
             f"{agree} of {rows} cells agree within seed noise (the {LEVEL:.0%} Student-t interval of "

@@ -105,6 +105,17 @@ def full_tier(results: Results, target: str, variant: str = "paper") -> Replicat
     return sorted(found, key=lambda r: r.name)[0] if found else None
 
 
+def cell_runs(rep: Replication, cell: chen.Cell, setting: int) -> list[dict]:
+    """The run records of one cell (table row) at one setting in a replication file."""
+    return [
+        r
+        for r in rep.payload["runs"]
+        if r["setting"] == setting
+        and r["model"] == cell.model
+        and all(r.get(k) == v for k, v in cell.params.items())
+    ]
+
+
 def cell_means(rep: Replication, keep: Callable[[chen.Cell], bool] = lambda cell: True) -> list[CellMean]:
     """Per cell and setting of the target: the runs' mean accuracy beside the paper's."""
     out = []
@@ -112,13 +123,7 @@ def cell_means(rep: Replication, keep: Callable[[chen.Cell], bool] = lambda cell
         if not keep(cell):
             continue
         for setting, paper in sorted(cell.paper.items()):
-            runs = [
-                r["test_accuracy"]
-                for r in rep.payload["runs"]
-                if r["setting"] == setting
-                and r["model"] == cell.model
-                and all(r.get(k) == v for k, v in cell.params.items())
-            ]
+            runs = [r["test_accuracy"] for r in cell_runs(rep, cell, setting)]
             if runs:
                 values = np.asarray(runs, dtype=float)
                 std = float(values.std(ddof=1)) if values.size > 1 else None

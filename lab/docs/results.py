@@ -172,9 +172,8 @@ def _chen_replication(path: Path, data: dict) -> Replication:
         if not math.isfinite(accuracy):
             raise ResultsError(f"{path}: {where}test_accuracy is not finite")
         _number_or_none(path, run, "dispatch_entropy", where)
-    dtype = config.get("dtype", "float64")
-    arithmetic = config.get("arithmetic", "dense")
-    return Replication(path, target, variant, tier, data, dtype, arithmetic)
+    arithmetic = {k: config[k] for k in ("dtype", "arithmetic") if k in config}  # else the defaults
+    return Replication(path, target, variant, tier, data, **arithmetic)
 
 
 def _makkuva_replication(path: Path, data: dict) -> Replication:

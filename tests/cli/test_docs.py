@@ -240,3 +240,30 @@ def test_float32_beside_float64_is_a_paired_comparison(results, tmp_path, shift,
     page = render_all(results, SWEEPS)["replications.md"]
     assert "#### float32 beside float64, variant `paper`" in page
     assert agree in page
+
+
+def test_float32_is_paired_with_the_float64_file_of_its_own_arithmetic(results):
+    """A dense float64 file beside the structured pair is not compared with the structured float32 file."""
+    wide = _table1_payload()
+    wide["config"]["arithmetic"] = "structured"
+    wide["runs"] = [r | {"test_accuracy": 90.0 + r["seed"]} for r in wide["runs"]]
+    narrow = json.loads(json.dumps(wide))
+    narrow["config"]["dtype"] = "float32"
+    dense = json.loads(json.dumps(wide))
+    dense["config"]["arithmetic"] = "dense"
+    for run in dense["runs"]:
+        run["test_accuracy"] += 5.0  # far outside seed noise: pairing with it would disagree everywhere
+    for name, payload in (("table1", wide), ("table1_float32", narrow), ("table1_dense", dense)):
+        (results / "replicate" / f"{name}.json").write_text(json.dumps(payload))
+    page = render_all(results, SWEEPS)["replications.md"]
+    assert "#### float32 beside float64, variant `paper`, arithmetic `structured`" in page
+    assert "4 of 4 cells agree" in page
+    assert "arithmetic `dense`\n" not in page
+
+
+def test_stalled_runs_count_a_run_of_table1_and_table3_once(results):
+    shared = _table1_payload()
+    shared["config"]["target"] = "table3"
+    (results / "replicate" / "table3.json").write_text(json.dumps(shared))
+    findings = render_all(results, SWEEPS)["findings.md"]
+    assert "Of the 2 nonlinear-MoE runs in `table1.json`, `table3.json`" in findings
