@@ -1,0 +1,302 @@
+"""Theorem 4.2's proof along one run of Algorithm 1 (Chen et al. 2022, App. D–E): its quantities per step.
+
+`ProofSchedule` holds the proof's stages, T1 = ⌊η⁻¹σ0^0.5⌋ (App. E.1) and T2 = ⌊η⁻¹M⁻²⌋ (App. E.2).
+`monitored_run` trains under the theorem's conditions (σ0 = d^(−1/3), η_r = M²η, n ∝ d) and records,
+at every step t (parameters W⁽ᵗ⁾, Θ⁽ᵗ⁾ before the update), the quantities the catalogued lemmas bound
+(`lab.chen2022.proof_steps`). `chain_report` judges the explicit steps in the proof's order and names
+the first that fails; rate and undecidable quantities are reported, never judged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from lab.chen2022.data import make_signals, sample, setting
+from lab.chen2022.metrics import UNIFORM_ROUTING, profession_sets, professions
+from lab.chen2022.plan import resolve
+from lab.chen2022.routing import routing_probabilities
+from lab.chen2022.training import (
+    TrainConfig,
+    algorithm1_step,
+    all_expert_outputs,
+    init_experts,
+    prepare,
+    step_seeds,
+    variant_config,
+)
+
+ROUTED_SHARE = 0.98  # Thm 4.2's "router sends Ω_k to M_k", read as the lab's B9 bound (error ≤ 2 %)
+ROUND_OFF = 1e-9  # E.1's sum is 0 up to round-off, relative to the router's norm
+
+
+@dataclass(frozen=True)
+class ProofSchedule:
+    """The proof's stages for (d, M, η): exploration t ≤ T1, router learning T1 < t ≤ T2 (App. E)."""
+
+    d: int
+    M: int
+    eta: float
+    sigma0: float
+
+    @property
+    def T1(self) -> int:
+        """End of exploration, T1 = ⌊η⁻¹σ0^0.5⌋ (App. E.1)."""
+        return math.floor(self.sigma0**0.5 / self.eta)
+
+    @property
+    def T2(self) -> int:
+        """End of router learning, T2 = ⌊η⁻¹M⁻²⌋ (App. E.2)."""
+        return math.floor(1.0 / (self.eta * self.M**2))
+
+    @property
+    def second_stage_exists(self) -> bool:
+        """T1 < T2, i.e. σ0^0.5 < M⁻² up to the floors: the stage the router learns in is not empty."""
+        return self.T1 < self.T2
+
+    @property
+    def d_for_second_stage(self) -> float:
+        """With σ0 = d^(−1/3) (the low end of Thm 4.2's range), σ0^0.5 < M⁻² needs d > M¹²."""
+        return float(self.M) ** 12
+
+    def stage(self, t: int) -> str:
+        """The stage step t belongs to: 'exploration', 'router learning' or 'after T2'."""
+        if t <= self.T1:
+            return "exploration"
+        return "router learning" if t <= self.T2 else "after T2"
+
+
+def theorem_config(d: int, M: int = 8, J: int = 16, eta: float = 0.02, steps: int = 500) -> TrainConfig:
+    """Thm 4.2's conditions: σ0 = d^(−1/3), η_r = M²η, structured experts; ηT = 10 as in the lab's B9."""
+    return variant_config(
+        "paper",
+        M=M,
+        J=J,
+        sigma0=d ** (-1 / 3),
+        eta=eta,
+        eta_r=M * M * eta,
+        steps=steps,
+        record_every=steps,
+        structured=True,
+    )
+
+
+def _softmax(h: np.ndarray) -> np.ndarray:
+    z = np.exp(h - h.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class Monitor:
+    """The fixed objects of one run the quantities are measured against: signals, M_k, x̄'s router input."""
+
+    V: np.ndarray
+    C: np.ndarray
+    cluster: np.ndarray
+    center_input: np.ndarray  # β_i c_{k_i}: the router input of x̄_i, which keeps only the centre patch
+    k_star: np.ndarray
+    j_star: np.ndarray
+    sets: list
+    sigma0: float
+
+    def measure(self, W: np.ndarray, Theta: np.ndarray, s: np.ndarray, exploring: bool) -> dict[str, float]:
+        """Every per-step quantity at (W⁽ᵗ⁾, Θ⁽ᵗ⁾); `s` is the router input Σ_p x_i⁽ᵖ⁾.
+
+        The exact routing deviation of E.4 (the costly one) is measured in its stage only, t ≤ T1."""
+        M, K = W.shape[0], self.V.shape[0]
+        h = s @ Theta
+        dev = np.abs(routing_probabilities(h, UNIFORM_ROUTING) - 1.0 / M).max() if exploring else None
+        Wd = np.asarray(W[..., : self.V.shape[1]], dtype=float)
+        proj_v, proj_c = Wd @ self.V.T, Wd @ self.C.T  # (M, J, K)
+        lead = proj_v[np.arange(M), self.j_star, self.k_star]
+        others = np.abs(proj_v).copy()
+        others[np.arange(M), self.j_star, self.k_star] = 0.0
+        centre = self.C @ Theta  # (K, M): ⟨θ_m, c_k⟩
+        gaps = [centre[k].max() - centre[k, m] for k in range(K) for m in range(M) if m not in self.sets[k]]
+        routes = h.argmax(axis=1)
+        shares, spread = [], 0.0
+        for k in range(K):
+            mine = self.cluster == k
+            shares.append(float(np.isin(routes[mine], self.sets[k]).mean()) if len(self.sets[k]) else 0.0)
+            if len(self.sets[k]) > 1:
+                hk = h[mine][:, self.sets[k]]
+                spread = max(spread, float((hk.max(axis=1) - hk.min(axis=1)).max()))
+        pi = _softmax(h)
+        return {
+            "h_inf": float(np.abs(h).max()),
+            "routing_deviation": None if dev is None else float(dev),
+            "router_sum": float(np.linalg.norm(Theta.sum(axis=1))),
+            "router_norm": float(np.linalg.norm(Theta)),
+            "profession_alignment": float(lead.min()),
+            "other_projection_over_sigma0": float(max(others.max(), np.abs(proj_c).max()) / self.sigma0),
+            "center_only_gap": float(np.abs(self.center_input @ Theta - h).max()),
+            "profession_spread": spread,
+            "min_chosen_gate": float(pi[np.arange(len(routes)), routes].min()),
+            "min_center_gap": float(min(gaps)) if gaps else math.inf,
+            "min_routed_share": float(min(shares)),
+        }
+
+
+def make_monitor(data, signals, W0: np.ndarray, sigma0: float) -> Monitor:
+    """The run's fixed objects: professions (k*_m, j*_m) of Def. D.3 from W⁽⁰⁾, and x̄'s router input."""
+    V = signals.V
+    proj = np.asarray(W0[..., : V.shape[1]], dtype=float) @ V.T  # (M, J, K)
+    flat = proj.reshape(W0.shape[0], -1).argmax(axis=1)
+    k_star = professions(W0, V)
+    centre = data.beta[:, None] * signals.C[data.cluster]
+    return Monitor(
+        V,
+        signals.C,
+        data.cluster,
+        centre,
+        k_star,
+        flat // V.shape[0],
+        profession_sets(k_star, V.shape[0]),
+        sigma0,
+    )
+
+
+def monitored_run(d: int, seed: int, n_per_d: int = 80, cfg: TrainConfig | None = None) -> dict:
+    """Algorithm 1 on setting 1 at dimension d, n = n_per_d·d: every quantity at every step, f_m at T1.
+
+    Returns {'schedule', 'config', 'n', 'series': {name: list per step}, 'expert_error_T1',
+    'expert_error_end'} with the expert errors the worst over k and m ∈ M_k of f_m on Ω_k (training set).
+    """
+    cfg = cfg or theorem_config(d)
+    config = replace(setting(1), d=d)
+    rng = np.random.default_rng([seed, d])
+    signals = make_signals(config, rng)
+    data = sample(config, signals, n_per_d * d, rng)
+    batch = prepare(data, cfg, signals)
+    plan = resolve(cfg)
+    W = init_experts(cfg, d, np.random.default_rng([seed, 0xA1]))
+    Theta = np.zeros((d, cfg.M))
+    schedule = ProofSchedule(d, cfg.M, cfg.eta, cfg.sigma0)
+    monitor = make_monitor(data, signals, W, cfg.sigma0)
+    series: dict[str, list] = {}
+    errors = {}
+    for t, step_seed in enumerate(step_seeds(seed, cfg.steps)):
+        for name, value in monitor.measure(W, Theta, batch.s, t <= schedule.T1).items():
+            series.setdefault(name, []).append(value)
+        if t == min(schedule.T1, cfg.steps - 1):
+            errors["expert_error_T1"] = _worst_expert_error(batch, W, cfg, monitor)
+        W, Theta, _ = algorithm1_step(batch, W, Theta, int(step_seed), plan)
+    for name, value in monitor.measure(W, Theta, batch.s, cfg.steps <= schedule.T1).items():
+        series[name].append(value)
+    errors["expert_error_end"] = _worst_expert_error(batch, W, cfg, monitor)
+    sizes = [len(m) for m in monitor.sets]
+    return {
+        "schedule": schedule,
+        "config": cfg,
+        "n": data.n,
+        "series": series,
+        "min_profession": min(sizes),
+        **errors,
+    }
+
+
+def _worst_expert_error(batch, W, cfg: TrainConfig, monitor: Monitor) -> float:
+    """max over k and m ∈ M_k of P(y f_m(x) ≤ 0 | Ω_k) on the training set (Lemma 5.2 / Thm 4.2)."""
+    correct = (batch.y[:, None] * all_expert_outputs(batch, W, cfg)) > 0
+    worst = 0.0
+    for k, members in enumerate(monitor.sets):
+        mine = monitor.cluster == k
+        worst = max([worst, 1.0] if len(members) == 0 else [worst, *(1 - correct[mine][:, members].mean(0))])
+    return float(worst)
+
+
+@dataclass(frozen=True)
+class StepVerdict:
+    """One explicit step of the chain, judged on a run: `holds` is None when its stage never occurs."""
+
+    lemma: str
+    statement: str
+    measured: float
+    bound: float
+    holds: bool | None
+
+
+def chain_report(run: dict) -> list[StepVerdict]:
+    """The explicit steps in the proof's order, judged on `run`; the first False is where the chain breaks.
+
+    A step whose stage never occurs in the run (E.10 when T2 ≤ T1) is not judged (`holds` None)."""
+    sched, s = run["schedule"], run["series"]
+    M, T1, T2 = sched.M, sched.T1, sched.T2
+    last = len(s["h_inf"]) - 1
+    dev = np.array(s["routing_deviation"][: min(T1, last) + 1])
+    h = np.array(s["h_inf"][: min(T1, last) + 1])
+    drift = float((np.array(s["router_sum"]) / np.maximum(np.array(s["router_norm"]), 1.0)).max())
+    gates = s["min_chosen_gate"][T1 + 1 : min(T2, last) + 1]
+    floor = 1 / (math.e * M)
+    gap, share = s["min_center_gap"][-1], s["min_routed_share"][-1]
+    return [
+        StepVerdict("E.2/E.9", "the stages are ordered: T1 = ⌊η⁻¹σ0^0.5⌋ < T2 = ⌊η⁻¹M⁻²⌋", T1, T2, T1 < T2),
+        StepVerdict(
+            "D.4", "every profession M_k is non-empty", run["min_profession"], 1, run["min_profession"] >= 1
+        ),
+        StepVerdict(
+            "E.1", "‖Σ_m θ_m⁽ᵗ⁾‖ / max(1, ‖Θ⁽ᵗ⁾‖) = 0 at every step", drift, ROUND_OFF, drift <= ROUND_OFF
+        ),
+        StepVerdict(
+            "E.4",
+            "t ≤ T1: max_{i,m} |P(m_{i,t} = m) − 1/M| − M²‖h‖∞ ≤ 0 (Lemma C.1)",
+            float((dev - M**2 * h).max()),
+            ROUND_OFF,
+            bool((dev <= M**2 * h + ROUND_OFF).all()),
+        ),
+        StepVerdict(
+            "E.10",
+            "T1 < t ≤ T2: the chosen expert's gate π_{m_{i,t}}(x_i) ≥ 1/(eM)",
+            float(min(gates)) if gates else math.nan,
+            floor,
+            bool(min(gates) >= floor) if gates else None,
+        ),
+        StepVerdict("E.18", "at the end: every m ∉ M_k lies below the best ⟨θ_m′, c_k⟩", gap, 0.0, gap > 0),
+        StepVerdict(
+            "Thm 4.2",
+            f"at the end: the router sends ≥ {ROUTED_SHARE:.0%} of each Ω_k into M_k",
+            share,
+            ROUTED_SHARE,
+            share >= ROUTED_SHARE,
+        ),
+    ]
+
+
+def first_failure(chain: list[StepVerdict]) -> str | None:
+    """The lemma of the first step judged False, or None when every judged step holds."""
+    return next((v.lemma for v in chain if v.holds is False), None)
+
+
+def summary(run: dict) -> dict:
+    """One run of the d study as plain numbers: stages, chain verdicts, first failure, values at T1 and end.
+
+    Category (b)/(c) quantities (E.3, E.6, E.8, E.14, E.16) are values beside their theorem rate, unjudged.
+    """
+    sched, s = run["schedule"], run["series"]
+    chain = chain_report(run)
+    t1 = min(sched.T1, len(s["h_inf"]) - 1)
+    return {
+        "d": sched.d,
+        "n": run["n"],
+        "sigma0": sched.sigma0,
+        "T1": sched.T1,
+        "T2": sched.T2,
+        "steps": len(s["h_inf"]) - 1,
+        "chain": {v.lemma: v.holds for v in chain},
+        "first_failure": first_failure(chain),
+        "routed_share_end": s["min_routed_share"][-1],
+        "routing_follows_professions": bool(s["min_routed_share"][-1] >= ROUTED_SHARE),
+        "expert_error_T1": run["expert_error_T1"],
+        "expert_error_end": run["expert_error_end"],
+        "professions_predict": bool(run["expert_error_end"] <= 1 - ROUTED_SHARE),
+        "h_inf_T1": s["h_inf"][t1],
+        "h_inf_T1_over_sigma0_1_5": s["h_inf"][t1] / sched.sigma0**1.5,
+        "routing_deviation_T1": s["routing_deviation"][t1],
+        "alignment_T1_over_eta_T1": s["profession_alignment"][t1] / max(sched.eta * t1, 1e-300),
+        "other_projection_T1_over_sigma0": s["other_projection_over_sigma0"][t1],
+        "center_only_gap_end": s["center_only_gap"][-1],
+        "profession_spread_end": s["profession_spread"][-1],
+        "min_center_gap_end": s["min_center_gap"][-1],
+    }

@@ -1,0 +1,89 @@
+"""Theorem 4.2's proof along a run: the stage schedule, the monitored quantities, and the chain's judge."""
+
+import copy
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+from lab.chen2022.proof_monitors import (
+    ProofSchedule,
+    chain_report,
+    first_failure,
+    monitored_run,
+    summary,
+    theorem_config,
+)
+from lab.sweeps.tasks import task_type
+
+
+def test_the_schedule_is_the_papers_floors_and_the_second_stage_needs_d_above_m_to_the_12():
+    sched = ProofSchedule(d=50, M=8, eta=0.02, sigma0=50 ** (-1 / 3))
+    assert (sched.T1, sched.T2) == (math.floor(50 ** (-1 / 6) / 0.02), 0) == (26, 0)
+    assert not sched.second_stage_exists and sched.stage(27) == "after T2"
+    assert sched.d_for_second_stage == 8.0**12
+    # σ0 = d^(−1/3) just past M¹² (M = 2: d > 4096): σ0^0.5 < M⁻² and the stage exists for a small η
+    small = ProofSchedule(d=5000, M=2, eta=1e-3, sigma0=5000 ** (-1 / 3))
+    assert small.T1 < small.T2 and small.stage(small.T1) == "exploration"
+    assert small.stage(small.T1 + 1) == "router learning"
+    assert not ProofSchedule(d=4000, M=2, eta=1e-3, sigma0=4000 ** (-1 / 3)).second_stage_exists
+
+
+@pytest.fixture(scope="module")
+def staged_run():
+    """A short run whose stages exist (M = 4, σ0 = 1e-4: T1 = 1 < T2 = 6) at d = 16, n = 320."""
+    cfg = theorem_config(16, M=4, J=4, eta=0.01, steps=12)
+    cfg = dataclasses.replace(cfg, sigma0=1e-4)
+    return monitored_run(16, seed=3, n_per_d=20, cfg=cfg)
+
+
+def test_every_quantity_is_recorded_at_every_step_and_finite(staged_run):
+    series = staged_run["series"]
+    assert staged_run["schedule"].T1 == 1 and staged_run["schedule"].T2 == 6
+    for name, values in series.items():
+        assert len(values) == 13, name
+        finite = [v for v in values if v is not None]
+        assert all(np.isfinite(finite)), name
+    assert series["routing_deviation"][:2] != [None, None] and series["routing_deviation"][2] is None
+    assert series["h_inf"][0] == 0.0 and series["routing_deviation"][0] == pytest.approx(0.0, abs=1e-15)
+    assert max(series["router_sum"]) < 1e-12  # Lemma E.1 along the run
+
+
+def test_the_chain_is_judged_in_the_proofs_order(staged_run):
+    chain = chain_report(staged_run)
+    assert [v.lemma for v in chain] == ["E.2/E.9", "D.4", "E.1", "E.4", "E.10", "E.18", "Thm 4.2"]
+    verdicts = {v.lemma: v.holds for v in chain}
+    assert verdicts["E.2/E.9"] is True and verdicts["E.1"] is True and verdicts["E.4"] is True
+    assert verdicts["E.10"] is not None  # its stage, T1 < t ≤ T2, occurs in this run
+    assert first_failure(chain) == next((v.lemma for v in chain if v.holds is False), None)
+
+
+@pytest.mark.parametrize(
+    ("series", "value", "lemma"),
+    [("router_sum", 1e-3, "E.1"), ("routing_deviation", 0.5, "E.4"), ("min_chosen_gate", 1e-3, "E.10")],
+)
+def test_a_broken_premise_is_the_first_failure(staged_run, series, value, lemma):
+    """Negative controls: a drifting router sum, a far-from-uniform router at t ≤ T1, a starved gate."""
+    run = copy.deepcopy(staged_run)
+    run["min_profession"] = 1  # D.4 holds, so the control is the step that breaks
+    step = 1 if lemma != "E.10" else 3
+    run["series"][series][step] = value
+    assert first_failure(chain_report(run)) == lemma
+
+
+def test_at_the_theorems_conditions_the_stages_are_out_of_order_and_that_is_the_first_failure():
+    run = monitored_run(16, seed=0, n_per_d=20, cfg=theorem_config(16, M=8, J=4, eta=0.02, steps=30))
+    assert run["schedule"].T2 == 0 < run["schedule"].T1
+    chain = chain_report(run)
+    assert first_failure(chain) == "E.2/E.9"
+    assert {v.lemma: v.holds for v in chain}["E.10"] is None  # no step lies in (T1, T2]
+    assert json.loads(json.dumps(summary(run)))["first_failure"] == "E.2/E.9"
+
+
+def test_the_sweep_task_runs_one_small_monitored_run():
+    task = task_type("proof-chain")
+    result = task.run({"d": 16, "M": 4, "J": 4, "steps": 8, "n_per_d": 20, "seed": 1})
+    assert result["d"] == 16 and result["n"] == 320 and result["steps"] == 8
+    assert set(result["chain"]) == {"E.2/E.9", "D.4", "E.1", "E.4", "E.10", "E.18", "Thm 4.2"}
