@@ -318,6 +318,7 @@ def test_search_reaches_the_exact_constants():
         (lambda: routing_frequencies([0.0, 1.0], Uniform(), 0, 1), ValueError, "draws"),
         (lambda: routing_frequencies([0.0, 1.0], Uniform(), 10, -1), ValueError, "seed"),
         (lambda: routing_frequencies([0.0, 1.0], Uniform(), 10, 1, level=1.0), ValueError, "level"),
+        (lambda: routing_frequencies([0.0, 1.0], Uniform(), 10, 1, level=0.0), ValueError, "level"),
         (lambda: routing_frequencies(np.zeros((2, 2)), Uniform(), 10, 1), ValueError, "one gate vector"),
         (lambda: search_constant(Uniform(), 0), ValueError, "M"),
         (lambda: search_constant(Uniform(), 2, starts=0), ValueError, "starts"),

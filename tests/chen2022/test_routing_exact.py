@@ -36,3 +36,11 @@ def test_the_gaussian_window_leaves_out_less_than_1e_20_of_the_winners_tail(d):
     lo = _gaussian_window(np.array([d]))
     assert special.ndtr(lo) < 1e-20
     assert lo <= min(d) / 2 - 8.0  # and the peak of every p_m (at t ≥ d_m / 2) is inside
+
+
+@pytest.mark.parametrize(
+    ("gap", "lo"), [(0.0, -9.5), (-2.0, -9.5), (-10.0, -13.0), (-40.0, -28.0), (-60.0, -38.0)]
+)
+def test_the_gaussian_window_reaches_exactly_half_the_largest_gap_below_the_tail(gap, lo):
+    """The window is min(−9.5, gap/2 − 8), no wider: each extra unit of window costs panels of 20 nodes."""
+    assert _gaussian_window(np.array([[0.0, gap, gap / 3]])) == lo

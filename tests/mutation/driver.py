@@ -347,9 +347,15 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--before", type=Path, default=RUNS / "before.json")
     rep.add_argument("--after", type=Path, default=RUNS / "after.json")
     rep.add_argument("--out", type=Path, default=ROOT / "results" / "mutation")
+    rep.add_argument(
+        "--carry-before", type=Path, default=None, help="an earlier run: its groups not sampled now"
+    )
+    rep.add_argument("--carry-after", type=Path, default=None, help="that earlier run's rerun")
     args = parser.parse_args(argv)
     if args.command == "report":
-        for path in reporting.write(args.before, args.after if args.after.exists() else None, args.out):
+        carried = (args.carry_before, args.carry_after) if args.carry_before else None
+        after = args.after if args.after.exists() else None
+        for path in reporting.write(args.before, after, args.out, carried):
             log(f"wrote {path}")
         return 0
     if args.command == "collect":

@@ -67,6 +67,25 @@ def mutant_rows(before: dict, after: dict | None, answers: dict[str, dict[str, d
     return rows
 
 
+def carry(newer: dict, older: dict, groups: list[str]) -> dict:
+    """`newer` plus `older`'s result for `groups` (groups `newer` did not sample), each keeping its commit.
+
+    The carried groups are named in `group_commits`, so a score from another commit is never passed
+    off as this run's; mutant ids of other groups are never mixed (ids repeat across commits)."""
+    commits = dict(newer.get("group_commits") or {g: newer["commit"] for g in newer["groups"]})
+    older_commits = older.get("group_commits") or {g: older["commit"] for g in older["groups"]}
+    kept = [g for g in groups if g in older["groups"]]
+    commits.update({g: older_commits[g] for g in kept})
+    sizes, draw = newer.get("sample_sizes") or {}, newer.get("first_draw") or {}
+    return newer | {
+        "groups": newer["groups"] | {g: older["groups"][g] for g in kept},
+        "mutants": newer["mutants"] + [r for r in older["mutants"] if r["group"] in kept],
+        "sample_sizes": sizes | {g: older.get("sample_sizes", {}).get(g) for g in kept},
+        "first_draw": draw | {g: older.get("first_draw", {}).get(g) for g in kept},
+        "group_commits": commits,
+    }
+
+
 def summary(before: dict, after: dict | None) -> tuple[dict, list[dict]]:
     """The summary (after the fixes, and before them) and the per-mutant rows."""
     answers = load_answers()
@@ -87,6 +106,7 @@ def summary(before: dict, after: dict | None) -> tuple[dict, list[dict]]:
         "date": (after or before)["date"],
         "commit_before": before["commit"],
         "commit_after": after["commit"] if after else None,
+        "group_commits": before.get("group_commits") or {g: before["commit"] for g in before["groups"]},
         "workers": before["workers"],
         "session_wall_seconds": before["wall_seconds"],
         "mutant_wall_seconds": before["mutant_seconds"],
@@ -116,10 +136,22 @@ def summary(before: dict, after: dict | None) -> tuple[dict, list[dict]]:
     return data, rows
 
 
-def write(before_path: Path, after_path: Path | None, out: Path) -> list[Path]:
-    """Write summary.json and mutants.json under `out`; returns their paths."""
+def write(
+    before_path: Path, after_path: Path | None, out: Path, carried: tuple[Path, Path | None] | None = None
+) -> list[Path]:
+    """Write summary.json and mutants.json under `out`; returns their paths.
+
+    `carried`, an earlier (before, after) pair, supplies the groups this run did not sample."""
     before = json.loads(before_path.read_text(encoding="utf-8"))
     after = json.loads(after_path.read_text(encoding="utf-8")) if after_path else None
+    if carried is not None:
+        old_before = json.loads(carried[0].read_text(encoding="utf-8"))
+        old_after = json.loads(carried[1].read_text(encoding="utf-8")) if carried[1] else None
+        kept = [g for g in old_before["groups"] if g not in before["groups"]]
+        before = carry(before, old_before, kept)
+        if old_after is not None:
+            empty = old_after | {"groups": {}, "mutants": [], "group_commits": {}}
+            after = carry(after or empty, old_after, kept)
     data, rows = summary(before, after)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "summary.json", out / "mutants.json"]

@@ -179,3 +179,37 @@ def test_the_docs_loader_expects_the_fields_the_report_writes():
 
     assert results.MUTATION_FIELDS == sampling.SUMMARY_FIELDS
     assert results.MUTATION_FORMAT == report.FORMAT
+
+
+def _in_group(run: dict, group: str, commit: str) -> dict:
+    """`run` with its one group renamed to `group` and its commit set (for the carry test)."""
+    mutants = [r | {"group": group} for r in run["mutants"]]
+    return run | {"commit": commit, "groups": {group: run["groups"]["model"]}, "mutants": mutants}
+
+
+def test_groups_an_earlier_run_sampled_are_carried_with_their_commit(tmp_path):
+    new = _run({"m1": "killed", "m2": "survived"}, "before")
+    old_model = _in_group(_run({"m1": "survived"}, "before"), "model", "a" * 40)
+    old = old_model | {
+        "groups": old_model["groups"] | _in_group(new, "kernels", "a" * 40)["groups"],
+        "mutants": old_model["mutants"]
+        + _in_group(_run({"k1": "killed"}, "before"), "kernels", "a")["mutants"],
+        "sample_sizes": {"model": 1, "kernels": 1},
+    }
+    old_after = _in_group(_run({"k1": "killed"}, "after"), "kernels", "b" * 40)
+    for name, run in (("b", new), ("old", old), ("old_after", old_after)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(run))
+    report.write(
+        tmp_path / "b.json", None, tmp_path / "out", (tmp_path / "old.json", tmp_path / "old_after.json")
+    )
+    data = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [g["group"] for g in data["groups"]] == ["model", "kernels"]
+    assert data["group_commits"] == {"model": "c" * 40, "kernels": "a" * 40}
+    assert data["sample_sizes"] == {"model": 3, "kernels": 1}
+    rows = json.loads((tmp_path / "out" / "mutants.json").read_text())["mutants"]
+    # the older run's model mutant m1 (same id, other commit) is not mixed into this run's model group
+    assert [(r["group"], r["id"], r["outcome_after"]) for r in rows] == [
+        ("model", "m1", "killed"),
+        ("model", "m2", "survived"),
+        ("kernels", "k1", "killed"),
+    ]
