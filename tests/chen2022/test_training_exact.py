@@ -34,3 +34,24 @@ def test_prepare_compares_the_activation_by_value():
         literal = T.prepare(batch, T.TrainConfig(activation="linear", structured=structured), signals)
         built = T.prepare(batch, T.TrainConfig(activation=name, structured=structured), signals)
         assert _same(literal.xk, built.xk)
+
+
+def test_the_evaluation_noise_seed_is_a_kernel_seed_and_differs_from_the_training_seeds():
+    """In [0, 2⁶³) like `step_seeds` (a non-negative int64, top bit shifted out), fixed per run seed."""
+    seeds = [T.evaluation_noise_seed(s) for s in range(200)]
+    assert all(0 <= s < 2**63 for s in seeds) and len(set(seeds)) == 200
+    assert seeds == [T.evaluation_noise_seed(s) for s in range(200)]
+    assert max(seeds) > 2**61  # the whole range is used, not a narrow band
+    assert not set(seeds) & {int(x) for s in range(5) for x in T.step_seeds(s, 50)}
+
+
+def test_the_history_counts_dispatch_over_the_experts_even_when_m_exceeds_d():
+    """M = 12 experts on d = 8: the dispatch table is (K, M), so the recorded entropy is the run's."""
+    config = data.DataConfig(K=2, P=4, d=8)
+    rng = np.random.default_rng(4)
+    signals = data.make_signals(config, rng)
+    train_set = data.sample(config, signals, 40, rng)
+    cfg = T.variant_config("paper", M=12, J=2, steps=3, record_every=1)
+    result = T.train(train_set, signals, cfg, seed=1)
+    assert len(result.history["dispatch_entropy"]) == 3
+    assert all(0.0 <= e <= np.log(2) + 1e-12 for e in result.history["dispatch_entropy"])
