@@ -94,6 +94,9 @@ The numbers in these pages are rendered from files committed under `results/`; n
 - `results/bench/summary.json`: one benchmark run, per kernel the times, GFLOP/s, the fraction of the
   one-thread DGEMM rate and the machine. Written by `nox -s bench` followed by
   `python -m lab bench-report --summary results/bench/summary.json`.
+- `results/proof_chain/proof_chain.json`: the d study of Theorem 4.2's proof, one monitored run per
+  (d, seed). Written by `python -m lab sweep run sweeps/proof_chain.toml` followed by
+  `python -m lab sweep report sweeps/proof_chain.toml --out results/proof_chain`.
 
 Only the top-level JSON files of `results/replicate/` and `results/bench/` are read; Markdown and PNG
 files the commands write beside them are for people. After changing a results file, run

@@ -230,6 +230,19 @@ def cost_section(summary: dict) -> str:
     )
 
 
+def carried_text(summary: dict) -> str:
+    """The groups sampled on another commit than the run's, carried from an earlier run ('' when none)."""
+    own = summary["commit_before"]
+    carried = {g: c for g, c in (summary.get("group_commits") or {}).items() if c != own}
+    if not carried:
+        return ""
+    listed = ", ".join(f"`{g}` (commit `{c[:10]}`)" for g, c in carried.items())
+    return (
+        f"**Carried from an earlier run:** {listed}. These groups were not sampled again on "
+        f"`{own[:10]}`; their scores, sample and survivors are those of the earlier run."
+    )
+
+
 def mutation_sections(run: MutationRun) -> list[str]:
     """The page body for a committed mutation run."""
     summary = run.summary
@@ -245,12 +258,13 @@ def mutation_sections(run: MutationRun) -> list[str]:
             before=summary["commit_before"][:10],
             after_commit=(
                 f" on commit `{after[:10]}`: the science of `{summary['commit_before'][:10]}` with the new "
-                "tests (tag `mutation-rerun-2026-11-23`)"
+                "tests"
                 if after
                 else " with the new tests"
             ),
         ),
         cut_text(summary),
+        carried_text(summary),
         deselected_text(summary),
         anchor("scores") + "\n## Kill rate per module group, after the answers",
         score_table(summary["groups"], summary["selection"]),

@@ -7,7 +7,9 @@ Layout of the results folder (default `results/`):
   (optional; `replicate/runs/`, `*.md` and `*.png` beside them are not read);
 - `bench/*.json`: benchmark summaries written by `python -m lab bench-report --summary ...` (optional);
 - `mutation/summary.json` and `mutation/mutants.json`: the mutation score of the checks and tests per
-  module group, and every sampled mutant, written by `nox -s mutation` (optional, read together).
+  module group, and every sampled mutant, written by `nox -s mutation` (optional, read together);
+- `proof_chain/proof_chain.json`: the report of the d study of Theorem 4.2's proof, written by
+  `python -m lab sweep report sweeps/proof_chain.toml --out results/proof_chain` (optional).
 
 Every problem with a file (missing when required, not JSON, a field missing or of the wrong type)
 is a `ResultsError` whose message starts with the file's path, so the command prints one line.
@@ -77,6 +79,7 @@ class Results:
     replications: list[Replication] = field(default_factory=list)
     bench: list[BenchSummary] = field(default_factory=list)
     mutation: MutationRun | None = None
+    proof_chain: dict[str, Any] | None = None
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -271,6 +274,27 @@ def load_mutation(folder: Path) -> MutationRun | None:
     return MutationRun(data, mutants)
 
 
+PROOF_CHAIN_METRICS = ("T1", "T2", "h_inf_T1", "routing_follows_professions", "professions_predict")
+
+
+def load_proof_chain(path: Path) -> dict[str, Any] | None:
+    """The sweep report of `sweeps/proof_chain.toml` (None when not committed); every run has its metrics."""
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict) or data.get("task") != "proof-chain":
+        raise ResultsError(f"{path}: not a report of the proof-chain sweep (task 'proof-chain')")
+    _need(path, data, "task_tables", str)
+    runs = _need(path, data, "runs", list)
+    for i, run in enumerate(runs):
+        where = f"run {i}: "
+        _need(path, _need(path, run, "params", dict, where), "d", int, where)
+        metrics = _need(path, run, "metrics", dict, where)
+        for key in PROOF_CHAIN_METRICS:
+            _need(path, metrics, key, (int, float), where)
+    return data
+
+
 def load_results(folder: str | Path) -> Results:
     """Read and check every results file under `folder`; raises `ResultsError` naming a bad file."""
     root = Path(folder)
@@ -279,4 +303,5 @@ def load_results(folder: str | Path) -> Results:
     verify = load_verify(root / "verify.json")
     replications = [load_replication(p) for p in sorted((root / "replicate").glob("*.json"))]
     bench = [load_bench(p) for p in sorted((root / "bench").glob("*.json"))]
-    return Results(verify, replications, bench, load_mutation(root / "mutation"))
+    proof_chain = load_proof_chain(root / "proof_chain" / "proof_chain.json")
+    return Results(verify, replications, bench, load_mutation(root / "mutation"), proof_chain)

@@ -80,6 +80,7 @@ def results(tmp_path):
     (folder / "replicate").mkdir(parents=True)
     (folder / "bench").mkdir()
     shutil.copy(RESULTS / "verify.json", folder / "verify.json")
+    shutil.copytree(RESULTS / "proof_chain", folder / "proof_chain")
     (folder / "replicate" / "table1.json").write_text(json.dumps(_table1_payload()))
     fig1 = {
         "target": "makkuva-fig1",
@@ -141,12 +142,14 @@ def test_render_from_a_results_folder_then_check(results, tmp_path, capsys):
 
 def test_a_page_without_results_says_so(results, tmp_path):
     (results / "bench" / "summary.json").unlink()
+    (results / "proof_chain" / "proof_chain.json").unlink()
     for path in (results / "replicate").glob("*.json"):
         path.unlink()
     pages = render_all(results, SWEEPS)
     assert "No benchmark summary committed yet" in pages["performance.md"]
     assert "Targets without committed runs: `table1`, `table3`" in pages["replications.md"]
     assert "do not hold this measurement yet" in pages["findings.md"]
+    assert "Not committed yet: `python -m lab sweep run sweeps/proof_chain.toml`" in pages["findings.md"]
 
 
 def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
@@ -166,6 +169,14 @@ def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
         ("replicate/table1.json", json.dumps(_table1_payload() | {"runs": [{"model": "x"}]}), "run 0"),
         ("bench/summary.json", json.dumps({"format": "other"}), "not a benchmark summary"),
         ("replicate/table1.json", '{"runs": [NaN]}', "not valid JSON"),
+        ("proof_chain/proof_chain.json", json.dumps({"task": "other"}), "not a report of the proof-chain"),
+        (
+            "proof_chain/proof_chain.json",
+            json.dumps(
+                {"task": "proof-chain", "task_tables": "", "runs": [{"params": {"d": 50}, "metrics": {}}]}
+            ),
+            "run 0: field 'T1' is missing",
+        ),
     ],
 )
 def test_a_damaged_results_file_is_one_line_naming_it(results, tmp_path, capsys, name, content, message):
