@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lab.shazeer2017.gating import smooth_load
+from lab.shazeer2017.gating import load_loss, smooth_load
 
 
 @pytest.mark.parametrize("k", [1, 2, 4])
@@ -16,3 +16,15 @@ def test_smooth_load_of_one_example_and_of_nested_batches_equals_the_flat_batch(
         np.testing.assert_array_equal(smooth_load(clean[i], scale[i], H[i], k), flat[i])
     nested = smooth_load(*(a.reshape(2, 3, 5) for a in (clean, scale, H)), k)
     np.testing.assert_array_equal(nested.reshape(6, 5), flat)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1e-300, -0.5])
+def test_a_scale_that_is_not_positive_is_refused_by_both_load_functions(bad):
+    """s_i is a standard deviation (a Softplus output): a zero or negative scale is refused."""
+    clean, H = np.zeros((2, 4)), np.array([[0.3, -0.2, 0.1, 0.0], [1.0, 0.5, -1.0, 0.2]])
+    scale = np.ones((2, 4))
+    scale[1, 2] = bad
+    with pytest.raises(ValueError, match="noise scale must be > 0"):
+        smooth_load(clean, scale, H, 2)
+    with pytest.raises(ValueError, match="noise scale must be > 0"):
+        load_loss(clean, scale, H, 2)
