@@ -219,7 +219,14 @@ def cost_section(summary: dict) -> str:
             "nox -s mutation -- report                    # results/mutation/{summary,mutants}.json\n"
             "python -m lab docs                           # this page\n"
             "```",
-            "`--groups model,routing` restricts the run, `--seed` draws another sample and `--resume` "
+            (
+                "The groups carried from an earlier run come in through `nox -s mutation -- report "
+                "--carry-before results/mutation/runs/first-before.json --carry-after "
+                "results/mutation/runs/first-after.json`, which is how this page's summary was written. "
+                if carried_text(summary)
+                else ""
+            )
+            + "`--groups model,routing` restricts the run, `--seed` draws another sample and `--resume` "
             "judges what an interrupted run left pending. **More cores:** `--workers N` makes N git "
             "worktrees and runs one `cosmic-ray exec` in each on its share of every group's sample, so "
             "the time falls about as 1/N up to the number of cores (each judge runs pytest with one "

@@ -83,6 +83,7 @@ def carry(newer: dict, older: dict, groups: list[str]) -> dict:
         "sample_sizes": sizes | {g: older.get("sample_sizes", {}).get(g) for g in kept},
         "first_draw": draw | {g: older.get("first_draw", {}).get(g) for g in kept},
         "group_commits": commits,
+        "cut_reason": newer.get("cut_reason") or (older.get("cut_reason", "") if kept else ""),
     }
 
 
