@@ -16,6 +16,7 @@ import numpy as np
 
 from lab.chen2022.data import make_signals, sample, setting
 from lab.chen2022.metrics import UNIFORM_ROUTING, profession_sets, professions
+from lab.chen2022.model import gate_values
 from lab.chen2022.plan import resolve
 from lab.chen2022.routing import routing_probabilities
 from lab.chen2022.training import (
@@ -56,16 +57,16 @@ class ProofSchedule:
         """T1 < T2, i.e. σ0^0.5 < M⁻² up to the floors: the stage the router learns in is not empty."""
         return self.T1 < self.T2
 
-    @property
-    def d_for_second_stage(self) -> float:
-        """With σ0 = d^(−1/3) (the low end of Thm 4.2's range), σ0^0.5 < M⁻² needs d > M¹²."""
-        return float(self.M) ** 12
-
     def stage(self, t: int) -> str:
         """The stage step t belongs to: 'exploration', 'router learning' or 'after T2'."""
         if t <= self.T1:
             return "exploration"
         return "router learning" if t <= self.T2 else "after T2"
+
+
+def d_for_second_stage(M: int) -> float:
+    """With σ0 = d^(−1/3) (the low end of Thm 4.2's range), T1 < T2 (σ0^0.5 < M⁻²) needs d > M¹²."""
+    return float(M) ** 12
 
 
 def theorem_config(d: int, M: int = 8, J: int = 16, eta: float = 0.02, steps: int = 500) -> TrainConfig:
@@ -81,11 +82,6 @@ def theorem_config(d: int, M: int = 8, J: int = 16, eta: float = 0.02, steps: in
         record_every=steps,
         structured=True,
     )
-
-
-def _softmax(h: np.ndarray) -> np.ndarray:
-    z = np.exp(h - h.max(axis=1, keepdims=True))
-    return z / z.sum(axis=1, keepdims=True)
 
 
 @dataclass(frozen=True)
@@ -123,7 +119,7 @@ class Monitor:
             if len(self.sets[k]) > 1:
                 hk = h[mine][:, self.sets[k]]
                 spread = max(spread, float((hk.max(axis=1) - hk.min(axis=1)).max()))
-        pi = _softmax(h)
+        pi = gate_values(h)
         return {
             "h_inf": float(np.abs(h).max()),
             "routing_deviation": None if dev is None else float(dev),
@@ -276,6 +272,7 @@ def summary(run: dict) -> dict:
     """
     sched, s = run["schedule"], run["series"]
     chain = chain_report(run)
+    verdicts = {v.lemma: v.holds for v in chain}
     t1 = min(sched.T1, len(s["h_inf"]) - 1)
     return {
         "d": sched.d,
@@ -284,10 +281,10 @@ def summary(run: dict) -> dict:
         "T1": sched.T1,
         "T2": sched.T2,
         "steps": len(s["h_inf"]) - 1,
-        "chain": {v.lemma: v.holds for v in chain},
+        "chain": verdicts,
         "first_failure": first_failure(chain),
         "routed_share_end": s["min_routed_share"][-1],
-        "routing_follows_professions": bool(s["min_routed_share"][-1] >= ROUTED_SHARE),
+        "routing_follows_professions": verdicts["Thm 4.2"],
         "expert_error_T1": run["expert_error_T1"],
         "expert_error_end": run["expert_error_end"],
         "professions_predict": bool(run["expert_error_end"] <= 1 - ROUTED_SHARE),

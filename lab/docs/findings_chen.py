@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from lab.chen2022 import proof_monitors, routing_tightness
-from lab.chen2022.proof_monitors import ProofSchedule
+from lab.chen2022.proof_monitors import d_for_second_stage
 from lab.chen2022.training import variant_config
 from lab.core.stats import clopper_pearson
 from lab.docs.evidence import (
@@ -382,9 +382,10 @@ def _mean_sd(values: list[float]) -> str:
     return f"{num(np.mean(values))} ± {num(np.std(values, ddof=1) if len(values) > 1 else 0.0, 2)}"
 
 
-def _schedule_text(ordered: int, total: int, M: int, d_max: int, second: float, by_d: dict) -> str:
+def _schedule_text(by_d: dict[int, list[dict]], M: int) -> str:
     """The stage-schedule finding, worded from the counts (never a typed verdict)."""
     runs = [m for ms in by_d.values() for m in ms]
+    ordered, total, d_max = sum(m["T1"] < m["T2"] for m in runs), len(runs), max(by_d)
     routed, predicted = (sum(m.get(k) == 1.0 for m in runs) for k in PROOF_CHAIN_COUNTS[1:3])
     outcome = (
         f"hold in {routed} and {predicted} of the {total} runs (per d in the table above), too few for "
@@ -399,7 +400,8 @@ def _schedule_text(ordered: int, total: int, M: int, d_max: int, second: float, 
         f"{head} ({ordered} of {total} runs have T1 < T2). The proof ends exploration at "
         "T1 = ⌊η⁻¹σ0^0.5⌋ and router learning at T2 = ⌊η⁻¹M⁻²⌋, so T1/T2 ≈ σ0^0.5·M², whatever η is. "
         "The router-learning stage (T1, T2], where Lemmas E.9–E.18 make the router follow M_k, is empty "
-        f"unless σ0 < M⁻⁴; with σ0 = d^(−1/3) that needs d > M¹² = {num(second)} at M = {M} (and "
+        f"unless σ0 < M⁻⁴; with σ0 = d^(−1/3) that needs d > M¹² = {num(d_for_second_stage(M))} at M = {M} "
+        "(and "
         f"d > M⁴⁰⁰ at σ0 = d^(−0.01)). At the largest d tried, σ0^0.5·M² = {num(d_max ** (-1 / 6) * M**2)}, "
         "and it falls only as d^(−1/6). Since M = Θ(K log K log log d) grows far slower than d^(1/12), "
         "the ordering does hold in the limit, so this is no contradiction in the proof; but every "
@@ -438,7 +440,6 @@ def proof_chain(results: Results) -> str:
     for params, metrics in runs:
         by_d.setdefault(params["d"], []).append(metrics)
     M, eta = runs[0][0]["M"], runs[0][0]["eta"]
-    ordered = sum(m["T1"] < m["T2"] for _, m in runs)
     rows = []
     for d, ms in sorted(by_d.items()):
         counts = [f"{sum(m.get(k) == 1.0 for m in ms)}/{len(ms)}" for k in PROOF_CHAIN_COUNTS]
@@ -451,7 +452,6 @@ def proof_chain(results: Results) -> str:
     for key, label, rate, exponent in PROOF_CHAIN_FITS:
         slope, lo, hi, _ = _slope(d_runs, np.array([m[key] for _, m in runs]))
         fits.append([label, rate, fixed(exponent, 3), fixed(slope, 3), f"[{fixed(lo, 3)}, {fixed(hi, 3)}]"])
-    second = ProofSchedule(d=2, M=M, eta=eta, sigma0=1.0).d_for_second_stage
     text += [
         "Algorithm 1 under the theorem's conditions, every catalogued quantity recorded at every step "
         f"(`{_path(proof_monitors)}`; sweep `sweeps/proof_chain.toml`, {len(runs)} runs, "
@@ -463,7 +463,7 @@ def proof_chain(results: Results) -> str:
         "over seeds, reported, not judged. E.14 and E.16 bound their quantities for T1 ≤ t ≤ T2; no step "
         "of these runs lies there, so they are shown at the end of the run (t = T), for the trend only.",
         table(head, rows),
-        _schedule_text(ordered, len(runs), M, max(by_d), second, by_d),
+        _schedule_text(by_d, M),
         _e3_text(d_runs, np.array([m["h_inf_T1_over_sigma0_1_5"] for _, m in runs])),
         "Exponents of the reported quantities against d (least squares over runs on log–log axes, "
         "95 % Student-t interval), beside the rate the proof states:",

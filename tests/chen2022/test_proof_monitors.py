@@ -11,6 +11,7 @@ import pytest
 from lab.chen2022.proof_monitors import (
     ProofSchedule,
     chain_report,
+    d_for_second_stage,
     first_failure,
     monitored_run,
     summary,
@@ -23,7 +24,7 @@ def test_the_schedule_is_the_papers_floors_and_the_second_stage_needs_d_above_m_
     sched = ProofSchedule(d=50, M=8, eta=0.02, sigma0=50 ** (-1 / 3))
     assert (sched.T1, sched.T2) == (math.floor(50 ** (-1 / 6) / 0.02), 0) == (26, 0)
     assert not sched.second_stage_exists and sched.stage(27) == "after T2"
-    assert sched.d_for_second_stage == 8.0**12
+    assert d_for_second_stage(8) == 8.0**12
     # σ0 = d^(−1/3) just past M¹² (M = 2: d > 4096): σ0^0.5 < M⁻² and the stage exists for a small η
     small = ProofSchedule(d=5000, M=2, eta=1e-3, sigma0=5000 ** (-1 / 3))
     assert small.T1 < small.T2 and small.stage(small.T1) == "exploration"

@@ -67,13 +67,17 @@ def mutant_rows(before: dict, after: dict | None, answers: dict[str, dict[str, d
     return rows
 
 
+def group_commits(run: dict) -> dict[str, str]:
+    """The commit each group of `run` was sampled on (one commit unless groups were carried into it)."""
+    return dict(run.get("group_commits") or {g: run["commit"] for g in run["groups"]})
+
+
 def carry(newer: dict, older: dict, groups: list[str]) -> dict:
     """`newer` plus `older`'s result for `groups` (groups `newer` did not sample), each keeping its commit.
 
     The carried groups are named in `group_commits`, so a score from another commit is never passed
     off as this run's; mutant ids of other groups are never mixed (ids repeat across commits)."""
-    commits = dict(newer.get("group_commits") or {g: newer["commit"] for g in newer["groups"]})
-    older_commits = older.get("group_commits") or {g: older["commit"] for g in older["groups"]}
+    commits, older_commits = group_commits(newer), group_commits(older)
     kept = [g for g in groups if g in older["groups"]]
     commits.update({g: older_commits[g] for g in kept})
     sizes, draw = newer.get("sample_sizes") or {}, newer.get("first_draw") or {}
@@ -107,7 +111,7 @@ def summary(before: dict, after: dict | None) -> tuple[dict, list[dict]]:
         "date": (after or before)["date"],
         "commit_before": before["commit"],
         "commit_after": after["commit"] if after else None,
-        "group_commits": before.get("group_commits") or {g: before["commit"] for g in before["groups"]},
+        "group_commits": group_commits(before),
         "workers": before["workers"],
         "session_wall_seconds": before["wall_seconds"],
         "mutant_wall_seconds": before["mutant_seconds"],
