@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from lab.chen2022.data import make_signals, sample, setting
 from lab.chen2022.metrics import UNIFORM_ROUTING, profession_sets, professions
@@ -154,6 +155,7 @@ def make_monitor(data, signals, W0: np.ndarray, sigma0: float) -> Monitor:
     )
 
 
+@threadpool_limits.wrap(limits=1, user_api="blas")  # as train(): the numbers must not depend on threads
 def monitored_run(d: int, seed: int, n_per_d: int = 80, cfg: TrainConfig | None = None) -> dict:
     """Algorithm 1 on setting 1 at dimension d, n = n_per_d·d: every quantity at every step, f_m at T1.
 

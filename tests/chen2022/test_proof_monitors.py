@@ -4,6 +4,7 @@ import copy
 import dataclasses
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -88,3 +89,18 @@ def test_the_sweep_task_runs_one_small_monitored_run():
     result = task.run({"d": 16, "M": 4, "J": 4, "steps": 8, "n_per_d": 20, "seed": 1})
     assert result["d"] == 16 and result["n"] == 320 and result["steps"] == 8
     assert set(result["chain"]) == {"E.2/E.9", "D.4", "E.1", "E.4", "E.10", "E.18", "Thm 4.2"}
+
+
+def test_a_monitored_run_does_not_depend_on_the_blas_thread_count():
+    """s @ Θ in 1 or 2 BLAS threads rounds differently; the run holds BLAS to one thread, as train() does."""
+    from threadpoolctl import threadpool_limits
+
+    cfg = theorem_config(50, M=4, J=4, eta=0.02, steps=10)  # n = 4000: large enough for 2 BLAS threads
+    runs = {}
+    for threads in (1, 2):
+        with threadpool_limits(limits=threads, user_api="blas"):
+            runs[threads] = monitored_run(50, seed=2, n_per_d=80, cfg=cfg)["series"]
+            unpinned = monitored_run.__wrapped__(50, seed=2, n_per_d=80, cfg=cfg)["series"]
+    assert runs[1] == runs[2]
+    if (os.cpu_count() or 1) > 1:  # control: without the limit, 2 BLAS threads round differently
+        assert unpinned != runs[2]
