@@ -38,8 +38,9 @@ A seeded result never depends on the number of threads that computed it:
 - Parallel reductions split the samples into a fixed number of chunks (`CHUNKS`), independent of the
   thread count, reduce each chunk into its own buffer and add the buffers in order.
 - Routing noise comes from a counter-based generator (SplitMix64 of the seed and the draw index), so
-  draw (i, m) has the same value whichever thread makes it, and the NumPy twin reproduces every
-  draw bit for bit.
+  draw (i, m) has the same value whichever thread makes it. The NumPy twin reproduces every
+  uniform draw bit for bit; Gaussian and Gumbel draws pass through log and cos, where NumPy's SIMD
+  loops and the C library Numba calls can differ by an ulp (seen on AVX-512 machines).
 - Where the rounding of a BLAS product would depend on a row's position in a block (the patch-wise
   functions of Theorem 4.1, whose orbit identity is checked to the last bits), the lab contracts
   with `einsum` instead of BLAS.

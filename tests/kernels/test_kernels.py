@@ -172,14 +172,24 @@ def test_same_seed_same_routes_different_seed_different_routes():
     code=st.sampled_from(sorted(kernels.NOISE_CODES.values())),
     dtype=st.sampled_from([np.int64, np.uint64]),
 )
-def test_noise_kernel_is_bit_identical_to_twin(seed, n, offset, code, dtype):
+def test_noise_kernel_matches_twin(seed, n, offset, code, dtype):
+    """Uniform draws are bit-identical; Gaussian and Gumbel draws agree to a few ulp.
+
+    The transforms call log and cos: Numba calls the C library, NumPy its own SIMD loops, which on
+    AVX-512 machines differ from the C library by an ulp (seen: 1.1e-16 at 0.86). 4 ulp of the
+    result, or of a where a Gumbel draw is near 0 (log(−log u) cancels there), covers that."""
     key = twins.stream_key(seed)
     assert kernels.stream_key(seed) == key
     index = (np.arange(n, dtype=np.uint64) * np.uint64(7) + np.uint64(offset)).astype(dtype)
     a, b = (-1.5, 2.5) if code == 0 else (0.75, 0.0)
     draws = kernels.noise(key, index, code, a, b)
     assert draws.shape == (n,) and draws.dtype == np.float64
-    np.testing.assert_array_equal(draws, twins.noise(key, index, code, a, b))
+    twin = twins.noise(key, index, code, a, b)
+    if code == kernels.NOISE_CODES["uniform"]:
+        np.testing.assert_array_equal(draws, twin)
+    else:
+        ulp = 4 * np.finfo(np.float64).eps
+        np.testing.assert_allclose(draws, twin, rtol=ulp, atol=ulp * a)
 
 
 @pytest.mark.parametrize("lib", [kernels, twins], ids=lambda lib: lib.name)
