@@ -54,3 +54,23 @@ def normal_mean(samples: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple[floa
         stats.t.ppf(0.5 + level / 2.0, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size)
     )
     return mean - half, mean + half
+
+
+def power_law_fit(
+    x: np.ndarray, y: np.ndarray, level: float = 0.95
+) -> tuple[float, tuple[float, float], float]:
+    """Least squares log y = a·log x + b: the exponent a, its Student-t interval at `level`, and b.
+
+    How the lab compares a measured rate with a stated O(x^a): points must be positive and finite,
+    at least 3, with at least two distinct x."""
+    _check_level(level)
+    x, y = (np.asarray(v, dtype=float).ravel() for v in (x, y))
+    if x.size != y.size or x.size < 3:
+        raise ValueError(f"need at least 3 (x, y) pairs of equal length, got {x.size} and {y.size}")
+    if not (np.all(np.isfinite(x) & (x > 0)) and np.all(np.isfinite(y) & (y > 0))):
+        raise ValueError("x and y must be positive and finite for a power-law fit")
+    if np.unique(x).size < 2:
+        raise ValueError("x must take at least two distinct values")
+    fit = stats.linregress(np.log(x), np.log(y))
+    half = float(stats.t.ppf(0.5 + level / 2.0, x.size - 2) * fit.stderr)
+    return float(fit.slope), (float(fit.slope) - half, float(fit.slope) + half), float(fit.intercept)

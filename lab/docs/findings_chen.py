@@ -9,7 +9,7 @@ import numpy as np
 from lab.chen2022 import proof_monitors, routing_tightness
 from lab.chen2022.proof_monitors import d_for_second_stage
 from lab.chen2022.training import variant_config
-from lab.core.stats import clopper_pearson
+from lab.core.stats import clopper_pearson, power_law_fit
 from lab.docs.evidence import (
     extra,
     measured,
@@ -371,11 +371,8 @@ PROOF_CHAIN_MEANS = (
 
 def _slope(d: np.ndarray, values: np.ndarray) -> tuple[float, float, float, float]:
     """Least-squares values ≈ c·d^slope over runs: slope, its 95 % Student-t interval, and log c."""
-    from scipy import stats
-
-    fit = stats.linregress(np.log(d), np.log(values))
-    half = stats.t.ppf(0.975, d.size - 2) * fit.stderr
-    return float(fit.slope), float(fit.slope - half), float(fit.slope + half), float(fit.intercept)
+    slope, (lo, hi), log_c = power_law_fit(d, values, level=0.95)
+    return slope, lo, hi, log_c
 
 
 def _mean_sd(values: list[float]) -> str:
