@@ -358,6 +358,10 @@ PROOF_CHAIN_FITS = (
     ("center_only_gap_end", "E.14: ‖h(x̄) − h(x)‖∞ at the end (after T2)", "Õ(d^−0.005)", -0.005),
     ("profession_spread_end", "E.16: Δ_Θ within professions at the end (after T2)", "Õ(d^−0.001)", -0.001),
 )
+# E.3 once more, as ‖h‖∞ over the σ0^1.5 it is bounded by: the ratio the proof keeps O(1) up to T1.
+PROOF_CHAIN_E3_RATIO = ("h_inf_T1_over_sigma0_1_5", "E.3: ‖h‖∞(T1)/σ0^1.5", "O(1)", 0.0)
+# The figure of these quantities against d, relative to the results folder (drawn by lab/docs/figures.py).
+PROOF_CHAIN_FIGURE = "proof_chain/rates.png"
 
 
 PROOF_CHAIN_COUNTS = ("chain.D.4", "routing_follows_professions", "professions_predict", "chain.E.18")
@@ -373,6 +377,12 @@ def _slope(d: np.ndarray, values: np.ndarray) -> tuple[float, float, float, floa
     """Least-squares values ≈ c·d^slope over runs: slope, its 95 % Student-t interval, and log c."""
     slope, (lo, hi), log_c = power_law_fit(d, values, level=0.95)
     return slope, lo, hi, log_c
+
+
+def proof_chain_runs(report: dict) -> tuple[np.ndarray, list[dict]]:
+    """The d study's runs of Algorithm 1: each run's d, and its metrics (one entry per run, same order)."""
+    runs = report["runs"]
+    return np.array([r["params"]["d"] for r in runs], dtype=float), [r["metrics"] for r in runs]
 
 
 def _mean_sd(values: list[float]) -> str:
@@ -432,11 +442,12 @@ def proof_chain(results: Results) -> str:
     report = results.proof_chain
     if report is None:
         return "\n\n".join([*text, "Not committed yet: `python -m lab sweep run sweeps/proof_chain.toml`."])
-    runs = [(r["params"], r["metrics"]) for r in report["runs"]]
+    d_runs, metrics = proof_chain_runs(report)
     by_d: dict[int, list[dict]] = {}
-    for params, metrics in runs:
-        by_d.setdefault(params["d"], []).append(metrics)
-    M, eta = runs[0][0]["M"], runs[0][0]["eta"]
+    for d, m in zip(d_runs, metrics, strict=True):
+        by_d.setdefault(int(d), []).append(m)
+    first = report["runs"][0]["params"]
+    M, eta = first["M"], first["eta"]
     rows = []
     for d, ms in sorted(by_d.items()):
         counts = [f"{sum(m.get(k) == 1.0 for m in ms)}/{len(ms)}" for k in PROOF_CHAIN_COUNTS]
@@ -444,14 +455,13 @@ def proof_chain(results: Results) -> str:
         rows.append([d, len(ms), num(ms[0]["T1"]), num(ms[0]["T2"]), *counts, *spreads])
     head = ["d", "runs", "T1", "T2", "D.4: all M_k ≠ ∅", "routes Ω_k into M_k", "professions predict"]
     head += ["E.18 gap > 0", "E.3: ‖h‖∞(T1)/σ0^1.5", "E.8: ⟨w, v⟩(T1)/(ηT1)", "E.14 at end", "E.16 at end"]
-    d_runs = np.array([p["d"] for p, _ in runs], dtype=float)
     fits = []
     for key, label, rate, exponent in PROOF_CHAIN_FITS:
-        slope, lo, hi, _ = _slope(d_runs, np.array([m[key] for _, m in runs]))
+        slope, lo, hi, _ = _slope(d_runs, np.array([m[key] for m in metrics]))
         fits.append([label, rate, fixed(exponent, 3), fixed(slope, 3), f"[{fixed(lo, 3)}, {fixed(hi, 3)}]"])
     text += [
         "Algorithm 1 under the theorem's conditions, every catalogued quantity recorded at every step "
-        f"(`{_path(proof_monitors)}`; sweep `sweeps/proof_chain.toml`, {len(runs)} runs, "
+        f"(`{_path(proof_monitors)}`; sweep `sweeps/proof_chain.toml`, {len(metrics)} runs, "
         f"d = {', '.join(map(str, sorted(by_d)))}, M = {M}, η = {eta}, n = 80d). M and J stay fixed: the "
         "theorem's M = Θ(K log K log log d) and J = Θ(log M log log d) grow by log log d, a factor "
         f"{num(math.log(math.log(max(by_d))) / math.log(math.log(min(by_d))))} over this range, less than "
@@ -461,10 +471,14 @@ def proof_chain(results: Results) -> str:
         "of these runs lies there, so they are shown at the end of the run (t = T), for the trend only.",
         table(head, rows),
         _schedule_text(by_d, M),
-        _e3_text(d_runs, np.array([m["h_inf_T1_over_sigma0_1_5"] for _, m in runs])),
+        _e3_text(d_runs, np.array([m[PROOF_CHAIN_E3_RATIO[0]] for m in metrics])),
         "Exponents of the reported quantities against d (least squares over runs on log–log axes, "
         "95 % Student-t interval), beside the rate the proof states:",
         table(["quantity", "proof's rate", "stated exponent", "fitted exponent", "95 % interval"], fits),
+        f"The figure [rates.png](../results/{PROOF_CHAIN_FIGURE}) shows each of these quantities, and "
+        "E.3's ratio, against d on log–log axes: every run a faint point, the median over seeds per d, "
+        "the fitted c·d^slope, and the proof's rate dashed through the fit at the smallest d (drawn by "
+        "`python -m lab docs` from the same runs when matplotlib is installed).",
     ]
     return "\n\n".join(text)
 

@@ -1,4 +1,8 @@
-"""Render every page of docs/ in memory, write them atomically, or compare them with the committed pages."""
+"""Render every page of docs/ in memory, write them atomically, or compare them with the committed pages.
+
+Writing also draws the figures the pages link (beside the results they are drawn from, see
+`lab.docs.figures`); comparing asks only that each exists, never for its bytes.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,24 @@ from pathlib import Path
 from lab.core.io import write_text_atomic
 from lab.docs.catalogue import PAPERS
 from lab.docs.claims_pages import claims_page, registered_checks
+from lab.docs.figures import figure_paths, write_figures
 from lab.docs.findings_page import findings_page
 from lab.docs.guides import adding_page, index_page, sweeps_page
 from lab.docs.mutation_page import mutation_page
 from lab.docs.performance_page import performance_page
 from lab.docs.replications_page import check_targets, replications_page
-from lab.docs.results import load_results
+from lab.docs.results import Results, load_results
 
 
-def render_all(results_folder: str | Path, sweeps_folder: str | Path) -> dict[str, str]:
+class Pages(dict[str, str]):
+    """Every page by its path relative to the docs folder, and the results (and folder) behind its figures."""
+
+    def __init__(self, pages: dict[str, str], results: Results, results_folder: str | Path):
+        super().__init__(sorted(pages.items()))
+        self.results, self.results_folder = results, Path(results_folder)
+
+
+def render_all(results_folder: str | Path, sweeps_folder: str | Path) -> Pages:
     """Every page, by its path relative to the docs folder (sorted); raises `ResultsError` on bad input."""
     results = load_results(results_folder)
     check_targets(results)
@@ -31,22 +44,23 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path) -> dict[st
     }
     for key in PAPERS:
         pages[f"claims/{key}.md"] = claims_page(key, results, checks)
-    return dict(sorted(pages.items()))
+    return Pages(pages, results, results_folder)
 
 
-def write_pages(pages: dict[str, str], out: str | Path) -> list[Path]:
-    """Write each page atomically under `out`; a page whose text is unchanged is not rewritten."""
+def write_pages(pages: Pages, out: str | Path) -> list[Path]:
+    """Write each page under `out` (unchanged text is not rewritten), draw the figures; the pages written."""
     written = []
     for name, text in pages.items():
         path = Path(out) / name
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             write_text_atomic(path, text.encode("utf-8"))
             written.append(path)
+    write_figures(pages.results, pages.results_folder)
     return written
 
 
-def differences(pages: dict[str, str], out: str | Path) -> list[str]:
-    """One line per page that differs from `out`, is missing there, or is a Markdown file not rendered."""
+def differences(pages: Pages, out: str | Path) -> list[str]:
+    """One line per page that differs from `out`, is missing there or is not rendered; per figure missing."""
     root = Path(out)
     lines = []
     for name, text in pages.items():
@@ -59,4 +73,7 @@ def differences(pages: dict[str, str], out: str | Path) -> list[str]:
         for path in sorted(root.rglob("*.md")):
             if path.relative_to(root).as_posix() not in pages:
                 lines.append(f"{path}: not produced by the renderer (remove it, or add it to lab/docs)")
+    for path in figure_paths(pages.results, pages.results_folder):
+        if not path.is_file():
+            lines.append(f"{path}: missing figure (run `python -m lab docs` with matplotlib installed)")
     return lines

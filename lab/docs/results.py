@@ -274,11 +274,19 @@ def load_mutation(folder: Path) -> MutationRun | None:
     return MutationRun(data, mutants)
 
 
-PROOF_CHAIN_METRICS = ("T1", "T2", "h_inf_T1", "routing_follows_professions", "professions_predict")
+PROOF_CHAIN_METRICS = ("T1", "T2", "routing_follows_professions", "professions_predict")
+# Fitted as c·d^slope on log–log axes (the findings' exponents, the rates figure): positive in every run.
+PROOF_CHAIN_RATES = (
+    "h_inf_T1",
+    "h_inf_T1_over_sigma0_1_5",
+    "other_projection_T1_over_sigma0",
+    "center_only_gap_end",
+    "profession_spread_end",
+)
 
 
 def load_proof_chain(path: Path) -> dict[str, Any] | None:
-    """The sweep report of `sweeps/proof_chain.toml` (None when not committed); every run has its metrics."""
+    """The sweep report of `sweeps/proof_chain.toml` (None when not committed), checked for the fits in d."""
     if not path.exists():
         return None
     data = _read_json(path)
@@ -292,6 +300,12 @@ def load_proof_chain(path: Path) -> dict[str, Any] | None:
         metrics = _need(path, run, "metrics", dict, where)
         for key in PROOF_CHAIN_METRICS:
             _need(path, metrics, key, (int, float), where)
+        for key in PROOF_CHAIN_RATES:
+            value = _need(path, metrics, key, (int, float), where)
+            if not (0 < value < math.inf):
+                raise ResultsError(f"{path}: {where}field {key!r} must be positive and finite, got {value!r}")
+    if len(runs) < 3 or len({run["params"]["d"] for run in runs}) < 2:
+        raise ResultsError(f"{path}: a power law in d needs at least 3 runs at two or more values of d")
     return data
 
 

@@ -10,7 +10,11 @@ import pytest
 from lab.chen2022 import replicate as chen
 from lab.cli.bench_report import summary
 from lab.cli.main import main
+from lab.core import plots
+from lab.docs.figures import rates_figure
+from lab.docs.findings_chen import PROOF_CHAIN_E3_RATIO, PROOF_CHAIN_FITS
 from lab.docs.render import differences, render_all
+from lab.docs.results import PROOF_CHAIN_RATES, load_proof_chain
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS, DOCS, SWEEPS = REPO / "results", REPO / "docs", REPO / "sweeps"
@@ -72,6 +76,18 @@ def _bench_run() -> dict:
             bench("test_routed_forward[numpy]", "routed_forward", 400.0, {"kernel": "routed_forward"}),
         ],
     }
+
+
+def _proof_chain_report(ds=(50, 100, 200), seeds=2, **override) -> dict:
+    """A small synthetic d study: every quantity the findings and the rates figure read, as d^−1/2."""
+    runs = []
+    for d in ds:
+        for seed in range(seeds):
+            metrics = {"T1": 20, "T2": 0, "routing_follows_professions": 0.0, "professions_predict": 0.0}
+            metrics |= {"alignment_T1_over_eta_T1": 1.0}
+            metrics |= {key: (1.0 + 0.1 * seed) * d**-0.5 for key in PROOF_CHAIN_RATES} | override
+            runs.append({"params": {"d": d, "M": 8, "eta": 0.02, "seed": seed}, "metrics": metrics})
+    return {"task": "proof-chain", "task_tables": "", "runs": runs}
 
 
 @pytest.fixture
@@ -177,6 +193,16 @@ def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
             ),
             "run 0: field 'T1' is missing",
         ),
+        (
+            "proof_chain/proof_chain.json",
+            json.dumps(_proof_chain_report(center_only_gap_end=0.0)),
+            "run 0: field 'center_only_gap_end' must be positive and finite, got 0.0",
+        ),
+        (
+            "proof_chain/proof_chain.json",
+            json.dumps(_proof_chain_report(ds=(50,), seeds=3)),
+            "a power law in d needs at least 3 runs at two or more values of d",
+        ),
     ],
 )
 def test_a_damaged_results_file_is_one_line_naming_it(results, tmp_path, capsys, name, content, message):
@@ -278,3 +304,52 @@ def test_stalled_runs_count_a_run_of_table1_and_table3_once(results):
     (results / "replicate" / "table3.json").write_text(json.dumps(shared))
     findings = render_all(results, SWEEPS)["findings.md"]
     assert "Of the 2 nonlinear-MoE runs in `table1.json`, `table3.json`" in findings
+
+
+def test_the_rates_figure_is_drawn_from_a_synthetic_d_study(results, tmp_path):
+    """Theorem 4.2's rates: `python -m lab docs` draws one panel per fitted quantity and E.3's ratio."""
+    pytest.importorskip("matplotlib")
+    report = results / "proof_chain" / "proof_chain.json"
+    report.write_text(json.dumps(_proof_chain_report()))
+    figure = results / "proof_chain" / "rates.png"
+    figure.unlink(missing_ok=True)
+    assert _docs(results, tmp_path / "docs") == 0
+    assert figure.read_bytes().startswith(b"\x89PNG")
+    titles = rates_figure(load_proof_chain(report), tmp_path / "rates.png")
+    assert sorted(titles) == sorted(label for _, label, _, _ in (*PROOF_CHAIN_FITS, PROOF_CHAIN_E3_RATIO))
+    assert (tmp_path / "rates.png").is_file()
+
+
+def test_check_asks_that_the_rates_figure_exists_not_for_its_bytes(results, tmp_path, capsys):
+    out = tmp_path / "docs"
+    figure = results / "proof_chain" / "rates.png"
+    assert _docs(results, out) == 0
+    figure.write_bytes(b"drawn by another matplotlib")
+    assert _docs(results, out, "--check") == 0
+    figure.unlink()
+    capsys.readouterr()
+    assert _docs(results, out, "--check") == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{figure}: missing figure (run `python -m lab docs` with matplotlib installed)"
+    ]
+    assert not figure.exists()  # --check draws nothing
+
+
+def test_without_matplotlib_or_without_the_d_study_no_figure_is_drawn(results, tmp_path, monkeypatch, capsys):
+    figure = results / "proof_chain" / "rates.png"
+    figure.unlink(missing_ok=True)
+    monkeypatch.setattr(plots, "available", lambda: False)
+    assert _docs(results, tmp_path / "docs") == 0
+    assert not figure.exists()
+    assert capsys.readouterr().err.count('pip install "moe-lab[plots]"') == 1
+    monkeypatch.undo()
+    (results / "proof_chain" / "proof_chain.json").unlink()
+    assert _docs(results, tmp_path / "docs") == 0
+    assert _docs(results, tmp_path / "docs", "--check") == 0
+    assert not figure.exists() and "Traceback" not in capsys.readouterr().err
+
+
+def test_the_findings_link_the_committed_rates_figure():
+    findings = render_all(RESULTS, SWEEPS)["findings.md"]
+    links = re.findall(r"\]\(([\w./-]+\.png)\)", findings)
+    assert links and all((DOCS / link).resolve().is_file() for link in links)

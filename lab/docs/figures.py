@@ -1,0 +1,84 @@
+"""Figures drawn from the committed results beside them (PNG; optional: none without matplotlib).
+
+The pages only link them: `python -m lab docs` draws them, and `--check` asks only that they exist,
+since matplotlib's bytes differ across its versions.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lab.core import plots
+from lab.core.stats import power_law_fit
+from lab.docs.findings_chen import (
+    PROOF_CHAIN_E3_RATIO,
+    PROOF_CHAIN_FIGURE,
+    PROOF_CHAIN_FITS,
+    proof_chain_runs,
+)
+from lab.docs.markdown import fixed
+from lab.docs.results import Results
+
+# Panels of the rates figure: Theorem 4.2's fitted quantities, E.3's ratio beside E.3's ‖h‖∞.
+RATE_PANELS = (PROOF_CHAIN_FITS[0], PROOF_CHAIN_E3_RATIO, *PROOF_CHAIN_FITS[1:])
+COLUMNS = 3
+
+
+def figure_paths(results: Results, folder: str | Path) -> list[Path]:
+    """The figures the committed results call for: the rates of Theorem 4.2's proof once its d study is in."""
+    return [] if results.proof_chain is None else [Path(folder) / PROOF_CHAIN_FIGURE]
+
+
+def write_figures(results: Results, folder: str | Path) -> list[Path]:
+    """Draw every figure the results call for into `folder` (none, with a hint, without matplotlib)."""
+    paths = figure_paths(results, folder)
+    if paths and not plots.available():
+        print(plots.PLOTS_HINT, file=sys.stderr)
+        return []
+    for path in paths:
+        rates_figure(results.proof_chain, path)
+    return paths
+
+
+def rates_figure(report: dict, path: str | Path) -> list[str]:
+    """Theorem 4.2's quantities against d, one panel each, with the proof's rates; the panel titles."""
+    d, metrics = proof_chain_runs(report)
+    plt = plots.pyplot()
+    rows = -(-len(RATE_PANELS) // COLUMNS)
+    fig, axes = plt.subplots(rows, COLUMNS, figsize=(4.6 * COLUMNS, 3.8 * rows), squeeze=False)
+    for ax, (key, label, rate, exponent) in zip(axes.ravel(), RATE_PANELS, strict=False):
+        _rate_panel(ax, d, np.array([m[key] for m in metrics], dtype=float), rate, exponent)
+        ax.set_title(label, fontsize=9)
+    for ax in axes.ravel()[len(RATE_PANELS) :]:
+        fig.delaxes(ax)
+    fig.suptitle(
+        f"Theorem 4.2's proof along runs (Chen et al. 2022): {len(metrics)} runs of Algorithm 1 against d",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    plots.save_figure(fig, path)
+    return [label for _, label, _, _ in RATE_PANELS]
+
+
+def _rate_panel(ax: Any, d: np.ndarray, values: np.ndarray, rate: str, exponent: float) -> None:
+    """One quantity: runs, median per d, fitted c·d^slope, the stated rate through the fit at the least d."""
+    slope, (lo, hi), log_c = power_law_fit(d, values, level=0.95)
+    ds = np.unique(d)
+    grid = np.geomspace(ds[0], ds[-1], 50)
+    ax.scatter(d, values, s=12, color="tab:blue", alpha=0.25, linewidths=0, label="runs")
+    medians = [np.median(values[d == x]) for x in ds]
+    ax.plot(ds, medians, "D", color="tab:blue", ms=6, label="median over seeds")
+    fitted = np.exp(log_c) * grid**slope
+    fit_label = f"fit d^{fixed(slope, 2)} (95 % [{fixed(lo, 2)}, {fixed(hi, 2)}])"
+    ax.plot(grid, fitted, color="tab:orange", lw=1.5, label=fit_label)
+    ax.plot(grid, fitted[0] * (grid / grid[0]) ** exponent, "k--", lw=1, label=f"stated: {rate}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(ds, [f"{x:g}" for x in ds])
+    ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
+    ax.set_xlabel("d")
+    ax.legend(fontsize=7)
