@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-KINDS = ("premise", "negative-control")
+KINDS = ("premise", "negative-control", "report")
 VERDICTS = ("holds", "violated", "not-applicable")
 
 
@@ -57,6 +57,10 @@ class Record:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
         if self.finding is not None and self.kind != "premise":
             raise ValueError("finding marks apply to premise records only")
+        if self.kind == "report" and self.verdict != "not-applicable":
+            raise ValueError(
+                "a report states a measurement without a verdict: verdict must be 'not-applicable'"
+            )
         for name in ("measured", "bound", "slack", "seconds"):
             value = getattr(self, name)
             if value is not None:
@@ -70,6 +74,8 @@ class Record:
     @property
     def outcome(self) -> str:
         """How the lab reads this record: the word shown in the table's outcome column."""
+        if self.kind == "report":
+            return "report"
         if self.kind == "negative-control":
             return "detected" if self.verdict != "holds" else "MISSED"
         if self.finding is not None:
@@ -79,7 +85,7 @@ class Record:
     @property
     def ok(self) -> bool:
         """True when the record is what a working lab should produce (drives the exit code)."""
-        return self.outcome in ("pass", "detected", "finding")
+        return self.outcome in ("pass", "detected", "finding", "report")
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -161,5 +167,34 @@ def lower_bound_record(
         ci=ci,
         verdict="holds" if holds else "violated",
         slack=slack,
+        **fields,
+    )
+
+
+def report_record(
+    *,
+    claim: str,
+    statement: str,
+    category: str,
+    params: dict[str, Any],
+    measured: float | None,
+    bound: float | None = None,
+    ci: tuple[float, float] | None = None,
+    **fields: Any,
+) -> Record:
+    """A measurement reported without a verdict (a rate fit, a quantity no reachable d can decide).
+
+    `category` says why there is no verdict; it is stored in `extra` and shown in the note."""
+    extra = {**fields.pop("extra", {}), "category": category}
+    return Record(
+        claim=claim,
+        statement=statement,
+        kind="report",
+        params=params,
+        measured=measured,
+        bound=bound,
+        ci=ci,
+        verdict="not-applicable",
+        extra=extra,
         **fields,
     )

@@ -74,10 +74,10 @@ def by_claim(records: Sequence[Record]) -> dict[str, list[Record]]:
 
 
 def summary_table(records: Sequence[Record]) -> str:
-    """One row per claim: premises that pass, controls detected, findings, records not as expected."""
+    """One row per claim: premises passing, controls detected, findings, reports, records not as expected."""
     rows = [
-        "| claim | records | premises pass | controls detected | findings | not as expected |",
-        "|---|---|---|---|---|---|",
+        "| claim | records | premises pass | controls detected | findings | reports | not as expected |",
+        "|---|---|---|---|---|---|---|",
     ]
     for claim, group in by_claim(records).items():
         premises = [r for r in group if r.kind == "premise" and r.finding is None]
@@ -87,7 +87,7 @@ def summary_table(records: Sequence[Record]) -> str:
         rows.append(
             f"| {claim} | {len(group)} | {sum(r.outcome == 'pass' for r in premises)}/{len(premises)} | "
             f"{sum(r.outcome == 'detected' for r in controls)}/{len(controls)} | {len(findings)} | "
-            f"{len(bad) or '-'} |"
+            f"{sum(r.kind == 'report' for r in group)} | {len(bad) or '-'} |"
         )
     return "\n".join(rows)
 

@@ -35,7 +35,7 @@ def outcome_table() -> str:
     for kind in KINDS:
         marks = (False, True) if kind == "premise" else (False,)
         for marked in marks:
-            for verdict in VERDICTS:
+            for verdict in ("not-applicable",) if kind == "report" else VERDICTS:
                 record = Record(
                     claim="X0",
                     statement="",
@@ -61,7 +61,10 @@ Carlo is involved, the verdict and the slack.
 
 - `kind` is `premise` (the paper's assumptions hold, so the claim must hold) or `negative-control`
   (an assumption is broken or the code is deliberately mutated, so the check must *fail*: a check
-  that cannot fail proves nothing).
+  that cannot fail proves nothing). A third kind, `report`, states a measurement that no verdict can
+  judge: a fitted rate whose stated constant is hidden, or a quantity bounded only by Õ(d^−c) with a
+  tiny c, so that no reachable d decides it. Its category, in `extra`, says which; its verdict is
+  always `not-applicable`.
 - The verdict is `holds`, `violated` or `not-applicable`. Monte-Carlo verdicts are decided by the
   interval (Clopper-Pearson for error rates, otherwise a stated normal or Hoeffding interval), never
   by an ad-hoc tolerance; exact comparisons state their round-off allowance in the parameters.
@@ -312,7 +315,7 @@ least one negative control.
    from lab.core.registry import register
 
 
-   @register("B13", name="checks.my_topic.verify_my_claim")
+   @register("B15", name="checks.my_topic.verify_my_claim")
    def verify_my_claim(seed: int, tier: str) -> list[Record]:
        rng = np.random.default_rng(seed)
        n = 2_000 if tier == "quick" else 50_000

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from lab.core.io import write_json_atomic
-from lab.core.records import Record, lower_bound_record, upper_bound_record
+from lab.core.records import Record, lower_bound_record, report_record, upper_bound_record
 
 
 def _record(**kw):
@@ -26,6 +26,7 @@ def _record(**kw):
         ("negative-control", "holds", None, "MISSED", False),
         ("premise", "violated", "does not reproduce", "finding", True),
         ("premise", "holds", "does not reproduce", "FINDING NOW HOLDS", False),
+        ("report", "not-applicable", None, "report", True),
     ],
 )
 def test_outcome_semantics(kind, verdict, finding, outcome, ok):
@@ -77,3 +78,14 @@ def test_json_roundtrip_and_atomic_write(tmp_path):
     assert data["records"][0]["params"] == {"a": 1.5, "b": [0, 1, 2]}
     assert data["records"][0]["outcome"] == "pass"
     assert list(tmp_path.joinpath("sub").iterdir()) == [path]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("verdict", ["holds", "violated"])
+def test_a_report_has_no_verdict(verdict):
+    with pytest.raises(ValueError, match="not-applicable"):
+        _record(kind="report", verdict=verdict)
+
+
+def test_report_record_states_its_category():
+    record = report_record(claim="B14", statement="s", category="rate", params={}, measured=1.5, bound=1.5)
+    assert record.outcome == "report" and record.ok and record.extra["category"] == "rate"
