@@ -120,7 +120,6 @@ class Monitor:
             if len(self.sets[k]) > 1:
                 hk = h[mine][:, self.sets[k]]
                 spread = max(spread, float((hk.max(axis=1) - hk.min(axis=1)).max()))
-        pi = gate_values(h)
         return {
             "h_inf": float(np.abs(h).max()),
             "routing_deviation": None if dev is None else float(dev),
@@ -130,9 +129,25 @@ class Monitor:
             "other_projection_over_sigma0": float(max(others.max(), np.abs(proj_c).max()) / self.sigma0),
             "center_only_gap": float(np.abs(self.center_input @ Theta - h).max()),
             "profession_spread": spread,
-            "min_chosen_gate": float(pi[np.arange(len(routes)), routes].min()),
             "min_center_gap": float(min(gaps)) if gaps else math.inf,
             "min_routed_share": float(min(shares)),
+        }
+
+    def measure_step(self, W: np.ndarray, step) -> dict[str, object]:
+        """What step t's update saw: E.10's gate of the drawn route; E.5/E.7's expert gradients.
+
+        Per expert: ‖∇_{W_m} L‖_F, the profession filter's ⟨∇_{w_{m,j*}} L, v_{k*}⟩ and ⟨w_{m,j*}, v_{k*}⟩."""
+        M, d = W.shape[0], self.V.shape[1]
+        pi = gate_values(step.h)
+        grad = np.asarray(step.out.grad_W[..., :d], dtype=float)
+        lead = (np.arange(M), self.j_star)
+        return {
+            "min_chosen_gate": float(pi[np.arange(len(step.routes)), step.routes].min()),
+            "expert_gradient_norm": np.linalg.norm(grad.reshape(M, -1), axis=1).tolist(),
+            "profession_gradient": np.einsum("md,md->m", grad[lead], self.V[self.k_star]).tolist(),
+            "profession_preactivation": np.einsum(
+                "md,md->m", np.asarray(W[..., :d], dtype=float)[lead], self.V[self.k_star]
+            ).tolist(),
         }
 
 
@@ -159,8 +174,9 @@ def make_monitor(data, signals, W0: np.ndarray, sigma0: float) -> Monitor:
 def monitored_run(d: int, seed: int, n_per_d: int = 80, cfg: TrainConfig | None = None) -> dict:
     """Algorithm 1 on setting 1 at dimension d, n = n_per_d·d: every quantity at every step, f_m at T1.
 
-    Returns {'schedule', 'config', 'n', 'series': {name: list per step}, 'expert_error_T1',
-    'expert_error_end'} with the expert errors the worst over k and m ∈ M_k of f_m on Ω_k (training set).
+    Returns {'schedule', 'config', 'n', 'series': {name: list per t = 0..T}, 'step_series': {name: list
+    per update t = 0..T − 1}, 'min_profession', 'expert_error_T1', 'expert_error_end'}, the expert errors
+    the worst over k and m ∈ M_k of f_m on Ω_k (training set).
     """
     cfg = cfg or theorem_config(d)
     config = replace(setting(1), d=d)
@@ -174,13 +190,17 @@ def monitored_run(d: int, seed: int, n_per_d: int = 80, cfg: TrainConfig | None 
     schedule = ProofSchedule(d, cfg.M, cfg.eta, cfg.sigma0)
     monitor = make_monitor(data, signals, W, cfg.sigma0)
     series: dict[str, list] = {}
+    step_series: dict[str, list] = {}
     errors = {}
     for t, step_seed in enumerate(step_seeds(seed, cfg.steps)):
         for name, value in monitor.measure(W, Theta, batch.s, t <= schedule.T1).items():
             series.setdefault(name, []).append(value)
         if t == min(schedule.T1, cfg.steps - 1):
             errors["expert_error_T1"] = _worst_expert_error(batch, W, cfg, monitor)
-        W, Theta, _ = algorithm1_step(batch, W, Theta, int(step_seed), plan)
+        W_t = W
+        W, Theta, step = algorithm1_step(batch, W, Theta, int(step_seed), plan)
+        for name, value in monitor.measure_step(W_t, step).items():
+            step_series.setdefault(name, []).append(value)
     for name, value in monitor.measure(W, Theta, batch.s, cfg.steps <= schedule.T1).items():
         series[name].append(value)
     errors["expert_error_end"] = _worst_expert_error(batch, W, cfg, monitor)
@@ -190,6 +210,7 @@ def monitored_run(d: int, seed: int, n_per_d: int = 80, cfg: TrainConfig | None 
         "config": cfg,
         "n": data.n,
         "series": series,
+        "step_series": step_series,
         "min_profession": min(sizes),
         **errors,
     }
@@ -226,7 +247,7 @@ def chain_report(run: dict) -> list[StepVerdict]:
     dev = np.array(s["routing_deviation"][: min(T1, last) + 1])
     h = np.array(s["h_inf"][: min(T1, last) + 1])
     drift = float((np.array(s["router_sum"]) / np.maximum(np.array(s["router_norm"]), 1.0)).max())
-    gates = s["min_chosen_gate"][T1 + 1 : min(T2, last) + 1]
+    gates = run["step_series"]["min_chosen_gate"][T1 + 1 : min(T2, last) + 1]
     floor = 1 / (math.e * M)
     gap, share = s["min_center_gap"][-1], s["min_routed_share"][-1]
     return [

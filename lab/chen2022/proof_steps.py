@@ -94,6 +94,7 @@ PROOF_STEPS = (
         "Hoeffding on variables bounded by C1 ≤ α, β, γ ≤ C2 gives explicit constants (Õ hides the range "
         "times √log(K/δ)); the proof's union bound (δ/8K per sum, over k only) does not count the sums "
         "indexed by k′, a harmless factor K.",
+        "B13",
     ),
     ProofStep(
         "D.2",
@@ -107,6 +108,7 @@ PROOF_STEPS = (
         "explicit",
         "Bernstein's inequality with the constants written in the proof, e.g. "
         "|⟨ξ_{i,p}, ξ_{i′,p′}⟩| ≤ 2σ_p²√(log(12n²P²/δ)/d).",
+        "B13",
     ),
     ProofStep(
         "D.3",
@@ -144,6 +146,7 @@ PROOF_STEPS = (
         "initialization",
         "explicit",
         "A Gaussian tail and a union bound: Õ(σ0) is σ0‖v‖₂√(2 log(2nPMJ/δ)), derivable.",
+        "B13",
     ),
     ProofStep(
         "E.1",
@@ -170,6 +173,7 @@ PROOF_STEPS = (
         "Hoeffding over independent routing draws: with the per-example bound |A_i| measured at the "
         "current parameters and the expectation computed from exact routing probabilities, the constants "
         "are explicit.",
+        "B13",
     ),
     ProofStep(
         "E.3",
@@ -184,6 +188,7 @@ PROOF_STEPS = (
         "rate",
         "Powers of σ0 (0.5 and 1.5) with polylog factors hidden: fit the exponents over runs at several σ0; "
         "the proof writes ℓ′ = 1/(e^s + 1) (positive) where E.17 uses ℓ′ = −Θ(1), so read it as |ℓ′|.",
+        "B14",
     ),
     ProofStep(
         "E.4",
@@ -211,6 +216,7 @@ PROOF_STEPS = (
         "The leading coefficient E[α³]/(2KM²) is explicit and can be reported, but the error terms are "
         "Õ(d^−0.005) (above 0.9 for every d below 10⁹); the txt's derivation drops the minus sign and "
         "writes σ′(⟨w, c_k⟩) where v_k is meant.",
+        "B14",
     ),
     ProofStep(
         "E.6",
@@ -223,6 +229,7 @@ PROOF_STEPS = (
         "rate",
         "Powers of σ0 (0.5 and 1) with polylog factors from Lemma F.2's G⁻¹ = 3M² log d; the proof verifies "
         "x0 ≥ S(1 + G⁻¹)y0 from App. D, which Lemma D.4's gap does not give (see F.2).",
+        "B14",
     ),
     ProofStep(
         "E.7",
@@ -236,6 +243,7 @@ PROOF_STEPS = (
         "rate",
         "A rate in η and σ0 (T⁽ᵐ⁾ ∝ η⁻¹σ0^0.8): fit both exponents; the proof cites a Lemma F.5 that is not "
         "in the text, writes T_m for T⁽ᵐ⁾, and needs −⟨∇, v⟩ for its sign.",
+        "B14",
     ),
     ProofStep(
         "E.8",
@@ -248,6 +256,7 @@ PROOF_STEPS = (
         "rate",
         "Linear growth in ηt with a shortfall of order σ0^0.1: fit the slope and the shortfall's exponent; "
         "the proof only reaches (1 − O(σ0^0.1)), weaker than the statement's constant 1.",
+        "B14",
     ),
     ProofStep(
         "E.9",
@@ -261,6 +270,7 @@ PROOF_STEPS = (
         "undecidable",
         "Its bounds are O(d^−0.001) (above 0.97 for every d below 10¹³), so no verdict at reachable d; "
         "equation (E.9) inside it shares the number with the proposition, and E.18 calls it Lemma E.9.",
+        "B14",
     ),
     ProofStep(
         "E.10",
@@ -274,6 +284,7 @@ PROOF_STEPS = (
         "explicit",
         "1/(eM) is explicit and holds at every step with Unif[0, 1] noise; the O(1) on |f_m| is derivable "
         "from ‖w⁽ᵗ⁾ − w⁽⁰⁾‖₂ ≤ ηt and Lemma D.5.",
+        "B13",
     ),
     ProofStep(
         "E.11",
@@ -287,6 +298,7 @@ PROOF_STEPS = (
         "Deterministic inequalities for any Θ: the softmax part has a derivable constant (near 2 for small "
         "δ_Θ) and the routing part is Lemma 5.1's M²; the proof writes Õ(δ_Θ) where the statement has "
         "O(M²δ_Θ).",
+        "B13",
     ),
     ProofStep(
         "E.12",
@@ -300,6 +312,7 @@ PROOF_STEPS = (
         "rate",
         "Rates in ηt and σ0 (slope ηt, shortfall σ0^0.1, the rest Õ(σ0)); the lemma is one step of the "
         "induction on Proposition E.9.",
+        "B14",
     ),
     ProofStep(
         "E.13",
@@ -313,6 +326,7 @@ PROOF_STEPS = (
         "rate",
         "A power of σ0 (σ0³) with a hidden factor in J and P (the proof's O(J) should also count the P − 3 "
         "noise patches).",
+        "B14",
     ),
     ProofStep(
         "E.14",
@@ -326,6 +340,7 @@ PROOF_STEPS = (
         "undecidable",
         "Only Õ(d^−0.005); moreover the proof's recursion gives δ_Θ ≤ exp(C1η_r t)(δ_Θ⁽⁰⁾ + C2/C1) with "
         "C1η_r t of order M² at t = T2, an exp(O(M²)) factor that Õ does not usually hide.",
+        "B14",
     ),
     ProofStep(
         "E.15",
@@ -339,6 +354,7 @@ PROOF_STEPS = (
         "explicit",
         "Both constants are explicit (2 for the gates, M² through Lemma C.3) and the inequalities hold at "
         "every step.",
+        "B13",
     ),
     ProofStep(
         "E.16",
@@ -350,6 +366,7 @@ PROOF_STEPS = (
         "router learning (T1 < t ≤ T2)",
         "undecidable",
         "Only Õ(d^−0.001), and the proof reuses E.14's recursion with the same exp(O(M²)) factor.",
+        "B14",
     ),
     ProofStep(
         "E.17",
@@ -364,6 +381,7 @@ PROOF_STEPS = (
         "The t³ term is at most K⁻¹M⁻⁹ for t ≤ T2, far below the unsigned Õ(d^−0.005) term at reachable d, "
         "so the bound is vacuous there (the t-exponent can still be reported); the proof's last display "
         "mixes ≥ and ≤ and cites an (E.20) that is not in the text.",
+        "B14",
     ),
     ProofStep(
         "E.18",
@@ -376,6 +394,7 @@ PROOF_STEPS = (
         "undecidable",
         "It contains Proposition E.9 (O(d^−0.001)), and its gap K⁻¹M⁻⁹ carries a hidden constant beside "
         "Õ(d^−0.005) terms that dwarf it at reachable d: report the measured gap and its trend in M.",
+        "B14",
     ),
     ProofStep(
         "5.2",
@@ -389,6 +408,7 @@ PROOF_STEPS = (
         "explicit",
         "The proof's bounds are explicit, at most 1/d on Ω_k and at least (1 − 1/d)/(2(K − 1)) on Ω_k′ "
         "(the mass of Ω⁻_{k′,k}), but both need the σ0^1.5 margin to beat hidden Õ(σ0³) terms.",
+        "B13",
     ),
     ProofStep(
         "F.1",
@@ -401,6 +421,7 @@ PROOF_STEPS = (
         "explicit",
         "A statement about Gaussians with the explicit constant GM², checkable by Monte Carlo with an "
         "interval (the proof writes ρ for the N(0, σ0²) density where N(0, 1) is meant).",
+        "B13",
     ),
     ProofStep(
         "F.2",
@@ -416,5 +437,6 @@ PROOF_STEPS = (
         "A deterministic statement whose O(·) is derivable from (F.1)–(F.2), though the txt carries "
         "leftovers of the source (an exponent q − 1, x0 for y0 in b′), and E.6 checks "
         "x0 ≥ S(1 + G⁻¹)y0 where this statement asks x0 ≥ S(1 + G)y0.",
+        "B13",
     ),
 )

@@ -13,7 +13,7 @@ from lab.docs.catalogue import BY_ID, PAPERS, SUBSTRATE, paper_of
 from lab.docs.markdown import anchor, code, interval, num, page, table
 from lab.docs.results import VERIFY_COMMAND, Results
 
-OUTCOME_ORDER = ("pass", "detected", "finding", "FAIL", "MISSED", "FINDING NOW HOLDS")
+OUTCOME_ORDER = ("pass", "detected", "finding", "report", "FAIL", "MISSED", "FINDING NOW HOLDS")
 
 
 @dataclass(frozen=True)
@@ -128,13 +128,13 @@ def proof_steps_section(claim_ids: set[str]) -> str:
     intro = (
         f"The proof of Theorem 4.2 (App. D–E, with the routing lemmas of App. C and the auxiliary lemmas "
         f"of App. F) is catalogued step by step in {code('lab/chen2022/proof_steps.py')}: "
-        f"{len(PROOF_STEPS)} numbered steps, {per_category}. {len(linked)} of them are checked today by a "
-        "claim of this page; the others list what a check would measure. "
-        f"{code('lab/chen2022/proof_monitors.py')} measures the quantities of D.4, E.1, E.3, E.4, E.6, "
-        "E.8, E.10, E.14, E.16, E.18 and 5.2, and the proof's stage schedule, at every step of a run; the "
-        "study of how they move with d is on the [findings page](../findings.md#proof-chain). **Not built "
-        "yet:** a `verify` record for each step that no claim checks. A step that holds at every t is "
-        "listed under the stage where the proof uses it."
+        f"{len(PROOF_STEPS)} numbered steps, {per_category}. {len(linked)} of them have `verify` records: "
+        "the explicit ones a premise and a negative control (their own claims, or [B13](#b13)), the rate "
+        "and undecidable ones a report with its category ([B14](#b14)); the definition has nothing to "
+        f"bound. {code('lab/chen2022/proof_monitors.py')} measures the quantities of the run-time steps "
+        "and the proof's stage schedule at every step of a run; the study of how they move with d is on "
+        "the [findings page](../findings.md#proof-chain). A step that holds at every t is listed under "
+        "the stage where the proof uses it."
     )
     meaning = "\n".join(f"- **{c}** ({counts[c]}): {what}." for c, what in CATEGORIES.items())
 

@@ -19,6 +19,7 @@ from lab.docs.evidence import (
     replication_evidence,
     verify_missing,
 )
+from lab.docs.findings_proof import proof_steps
 from lab.docs.markdown import anchor, fixed, num, pct, table
 from lab.docs.replications_page import command
 from lab.docs.results import Results
@@ -490,6 +491,7 @@ FINDINGS = (
     single_cnns,
     theorem_4_2,
     proof_chain,
+    proof_steps,
     router_sum,
     tables_1_3,
     tables_10_11,

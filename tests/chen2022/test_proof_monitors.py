@@ -51,6 +51,18 @@ def test_every_quantity_is_recorded_at_every_step_and_finite(staged_run):
     assert series["routing_deviation"][:2] != [None, None] and series["routing_deviation"][2] is None
     assert series["h_inf"][0] == 0.0 and series["routing_deviation"][0] == pytest.approx(0.0, abs=1e-15)
     assert max(series["router_sum"]) < 1e-12  # Lemma E.1 along the run
+    for name, values in staged_run["step_series"].items():
+        assert len(values) == 12 and np.isfinite(np.asarray(values, dtype=float)).all(), name
+
+
+def test_the_chosen_gate_is_the_drawn_routes_and_the_gradients_are_the_steps(staged_run):
+    """E.10 reads the gate of the route the noise drew (≥ 1/(eM) by C.4), not of argmax h (≥ 1/M)."""
+    gates = np.array(staged_run["step_series"]["min_chosen_gate"])
+    M = staged_run["config"].M
+    assert (gates >= 1 / (np.e * M)).all() and (gates < 1 / M).any()
+    norms = np.array(staged_run["step_series"]["expert_gradient_norm"])
+    lead = np.abs(np.array(staged_run["step_series"]["profession_gradient"]))
+    assert norms.shape == (12, M) and (lead <= norms * (1 + 1e-12)).all() and (norms > 0).all()
 
 
 def test_the_chain_is_judged_in_the_proofs_order(staged_run):
@@ -71,7 +83,7 @@ def test_a_broken_premise_is_the_first_failure(staged_run, series, value, lemma)
     run = copy.deepcopy(staged_run)
     run["min_profession"] = 1  # D.4 holds, so the control is the step that breaks
     step = 1 if lemma != "E.10" else 3
-    run["series"][series][step] = value
+    run["step_series" if lemma == "E.10" else "series"][series][step] = value
     assert first_failure(chain_report(run)) == lemma
 
 
