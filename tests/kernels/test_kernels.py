@@ -196,3 +196,11 @@ def test_noise_kernel_matches_twin(seed, n, offset, code, dtype):
 def test_noise_rejects_an_unknown_code(lib):
     with pytest.raises(ValueError, match=r"^code must be one of 0 \(uniform\), 1 \(gaussian\), 2 \(gumbel\)"):
         lib.noise(lib.stream_key(1), np.arange(3), 3, 0.0, 1.0)
+
+
+@pytest.mark.parametrize("lib", [kernels, twins], ids=lambda lib: lib.name)
+def test_a_filter_width_other_than_d_is_refused_naming_d(lib):
+    """x has P = 3 patches of d = 5: the message names d = 5 (not P) and W's shape."""
+    x, W = np.zeros((2, 3, 5)), np.zeros((1, 2, 4))
+    with pytest.raises(ValueError, match=r"d = x\.shape\[2\] = 5, got \(1, 2, 4\)"):
+        lib.routed_forward(x, W, np.zeros(2, dtype=np.int64), 0)
