@@ -3,13 +3,15 @@
 This module is the one place that reads pytest-benchmark's saved files (`.benchmarks/*/*.json`).
 `--summary PATH` condenses the latest run into the file the docs render
 (`results/bench/summary.json`): per benchmark the kernel, minimum and median time, GFLOP/s, the
-fraction of the one-thread DGEMM rate and the speed-up over its NumPy twin, plus the machine.
+fraction of the one-thread DGEMM rate and the speed-up over its NumPy twin, the ratios measured within
+the run (`MEASURES`), plus the machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,14 @@ from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.registry import register_command
 
 SUMMARY_FORMAT = "moe-lab bench summary 1"
+# extra_info fields a summary keeps under "measures": ratios and rates taken within one run.
+MEASURES = (
+    "ratio_to_dense",
+    "fraction_of_dgemm_same_shape_per_core",
+    "gflops_per_core",
+    "threads",
+    "time_to_dgemm",
+)
 
 
 def saved_runs(folder: Path) -> list[Path]:
@@ -49,6 +59,16 @@ def speedup(bench: dict, twins: dict[str | None, float]) -> float | None:
     """How many times faster than the NumPy twin of its group (None for a twin or a group without one)."""
     twin = twins.get(bench["group"])
     return twin / _minimum_ms(bench) if twin and "[numpy]" not in bench["name"] else None
+
+
+def measures(extra: dict) -> dict[str, float]:
+    """The fields of `MEASURES` in a benchmark's extra_info that are plain finite numbers."""
+    return {key: extra[key] for key in MEASURES if _plain_number(extra.get(key))}
+
+
+def _plain_number(value: Any) -> bool:
+    """A finite int or float, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _sorted(benchmarks: list[dict]) -> list[dict]:
@@ -85,14 +105,15 @@ def report(latest: dict, previous: dict | None) -> str:
 def summary(run: dict, source: str) -> dict[str, Any]:
     """The small JSON the docs render: one entry per benchmark, the machine, the DGEMM reference rate.
 
-    The host name is left out on purpose; `source` is the saved run's file name.
+    An entry holds "measures" only when its extra_info has some (see `measures`). The host name is left
+    out on purpose; `source` is the saved run's file name.
     """
     twins = twin_minimums(run["benchmarks"])
     benches, dgemm = [], None
     for bench in _sorted(run["benchmarks"]):
         extra, stats = bench.get("extra_info", {}), bench["stats"]
         dgemm = dgemm if dgemm is not None else extra.get("dgemm_gflops")
-        median = stats.get("median")
+        median, found = stats.get("median"), measures(extra)
         benches.append(
             {
                 "name": bench["name"],
@@ -106,6 +127,7 @@ def summary(run: dict, source: str) -> dict[str, Any]:
                 "fraction_of_dgemm": extra.get("fraction_of_dgemm"),
                 "speedup_vs_numpy_twin": speedup(bench, twins),
             }
+            | ({"measures": found} if found else {})
         )
     machine, commit = run.get("machine_info", {}), run.get("commit_info", {})
     cpu = machine.get("cpu", {})

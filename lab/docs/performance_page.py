@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lab.docs.bench_targets import BENCH_TARGETS, target_rows
 from lab.docs.markdown import code, fixed, num, page, pct, table
 from lab.docs.results import BenchSummary, Results
 
@@ -75,7 +76,34 @@ and committed. `python -m lab bench-report` alone prints the Markdown comparison
 saved runs."""
 
 
+TARGETS_TEXT = """\
+### Targets
+
+The structured path (Def. 3.1) has performance targets, judged below for each summary and never
+asserted: each benchmark in `benchmarks/test_bench_structured.py` asserts only that its answer is
+right. A ratio is taken within one run, the candidate and its reference called alternately, so the
+load of a shared machine cancels out of it. The measures come from the benchmarks' `extra_info`,
+which `python -m lab bench-report --summary` keeps; a summary written before it kept them shows
+those targets as not measured."""
+
+
+def targets_definition() -> str:
+    """The targets: what each asks of which benchmark, with its threshold (`BENCH_TARGETS`)."""
+    rows = [(t.name, code(t.pattern), code(t.measure), t.bound, t.description) for t in BENCH_TARGETS]
+    return TARGETS_TEXT + "\n\n" + table(("target", "benchmark", "measure", "threshold", "what"), rows)
+
+
+def targets_table(benchmarks: list[dict]) -> str:
+    """Each target against one summary's benchmarks: threshold, measured value, met or not."""
+    rows = [
+        (target.name, name or "-", target.bound, target.shown(value), target.status(value))
+        for target, name, value in target_rows(benchmarks)
+    ]
+    return table(("target", "benchmark", "threshold", "measured", "status"), rows)
+
+
 def bench_section(summary: BenchSummary) -> str:
+    """One summary: where and when it was measured, its benchmarks, and the targets judged on it."""
     data = summary.payload
     machine = data["machine"]
     facts = [
@@ -111,7 +139,10 @@ def bench_section(summary: BenchSummary) -> str:
         for b in data["benchmarks"]
     ]
     head = ("benchmark", "kernel", "min (ms)", "median (ms)", "GFLOP/s", "fraction of DGEMM", "vs NumPy twin")
-    return f"### `{summary.name}`\n\n{provenance}\n\n" + table(head, rows)
+    return (
+        f"### `{summary.name}`\n\n{provenance}\n\n{table(head, rows)}\n\n"
+        f"Targets in this run:\n\n{targets_table(data['benchmarks'])}"
+    )
 
 
 def performance_page(results: Results) -> str:
@@ -120,6 +151,7 @@ def performance_page(results: Results) -> str:
         KERNELS_TEXT.format(names=", ".join(code(n) for n in kernel_names())),
         DETERMINISM_TEXT,
         BENCH_TEXT.format(commands=SUMMARY_COMMANDS),
+        targets_definition(),
     ]
     if results.bench:
         parts += [bench_section(s) for s in results.bench]

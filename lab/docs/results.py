@@ -218,8 +218,21 @@ def load_bench(path: Path) -> BenchSummary:
         _need(path, bench, "kernel", str, where)
         for key in ("min_ms", "median_ms", "gflops", "fraction_of_dgemm", "speedup_vs_numpy_twin"):
             _number_or_none(path, bench, key, where)
+        _bench_measures(path, bench, where)
     _number_or_none(path, data, "dgemm_gflops", "")
     return BenchSummary(path, data)
+
+
+def _bench_measures(path: Path, bench: dict, where: str) -> None:
+    """Check the optional `measures` of a benchmark: finite numbers by name (older summaries lack it)."""
+    measures = bench.get("measures", {})
+    if not isinstance(measures, dict):
+        raise ResultsError(f"{path}: {where}field 'measures' must be an object of numbers, got {measures!r}")
+    for key, value in measures.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ResultsError(
+                f"{path}: {where}measures: field {key!r} must be a finite number, got {value!r}"
+            )
 
 
 MUTATION_FORMAT = "moe-lab mutation summary 1"

@@ -75,6 +75,25 @@ def test_summary_is_the_small_json_the_docs_render(tmp_path):
     assert load_bench(out).payload == data  # what the docs accept
 
 
+def test_summary_keeps_the_allowed_measures_that_are_plain_numbers(tmp_path):
+    run = _run(2.0, 40.0)
+    run["benchmarks"][0]["extra_info"] |= {
+        "ratio_to_dense": 0.25,
+        "ratio_to_dense_ms": [2.0, 8.0],  # a list, not a measure
+        "threads": 2,
+        "gflops_per_core": 12.5,
+        "time_to_dgemm": float("nan"),  # not finite: left out
+        "fraction_of_dgemm_same_shape_per_core": True,  # a bool is no number
+        "note": 1.0,  # not on the allow-list
+    }
+    numba, numpy = summary(run, "0001_a.json")["benchmarks"]
+    assert numba["measures"] == {"ratio_to_dense": 0.25, "gflops_per_core": 12.5, "threads": 2}
+    assert "measures" not in numpy  # none found: no key
+    out = tmp_path / "summary.json"
+    out.write_text(json.dumps(summary(run, "0001_a.json")))
+    assert load_bench(out).payload["benchmarks"][0]["measures"]["threads"] == 2
+
+
 def test_a_damaged_saved_run_is_one_line_naming_it(tmp_path, capsys):
     folder = tmp_path / "Linux-CPython"
     folder.mkdir()

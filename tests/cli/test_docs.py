@@ -78,6 +78,29 @@ def _bench_run() -> dict:
     }
 
 
+def _structured_run() -> dict:
+    """The routed-forward run and the structured benchmarks: the step meets its targets, two others miss."""
+    run = _bench_run()
+    for name, ms, extra in (
+        ("test_algorithm1_step[numba-structured]", 2.5, {"ratio_to_dense": 0.25}),
+        ("test_single_cnn_pass[paper-structured]", 40.0, {"ratio_to_dense": 0.2}),
+        ("test_single_cnn_pass[reference-code-structured]", 50.0, {"ratio_to_dense": 0.4}),
+        ("test_noise_patch_kernel[numba]", 1.0, {"fraction_of_dgemm_same_shape_per_core": 0.5, "threads": 2}),
+    ):
+        stats = {"min": ms / 1e3}
+        run["benchmarks"].append(
+            {"name": name, "fullname": f"b.py::{name}", "group": "s", "stats": stats, "extra_info": extra}
+        )
+    return run
+
+
+def _with_measures(measures) -> str:
+    """The fixture's summary with `measures` set on its first benchmark."""
+    data = summary(_bench_run(), "0001_run.json")
+    data["benchmarks"][0]["measures"] = measures
+    return json.dumps(data)
+
+
 def _proof_chain_report(ds=(50, 100, 200), seeds=2, **override) -> dict:
     """A small synthetic d study: every quantity the findings and the rates figure read, as d^−1/2."""
     runs = []
@@ -168,6 +191,35 @@ def test_a_page_without_results_says_so(results, tmp_path):
     assert "Not committed yet: `python -m lab sweep run sweeps/proof_chain.toml`" in pages["findings.md"]
 
 
+def test_the_targets_table_judges_the_measures_of_a_summary(results):
+    (results / "bench" / "summary.json").write_text(json.dumps(summary(_structured_run(), "0002_run.json")))
+    performance = render_all(results, SWEEPS)["performance.md"]
+    step, cnn = "test_algorithm1_step[numba-structured]", "512-filter single CNN, structured ÷ dense"
+    for row in (
+        f"| Algorithm 1 step, structured ÷ dense | {step} | ≤ 30 % | 25 % | met |",
+        f"| Algorithm 1 step, structured time | {step} | ≤ 3 ms | 2.5 ms | met |",
+        f"| {cnn} | test_single_cnn_pass[paper-structured] | ≤ 30 % | 20 % | met |",
+        f"| {cnn} | test_single_cnn_pass[reference-code-structured] | ≤ 30 % | 40 % | not met |",
+        "| Noise-patch kernel, fraction of DGEMM per core | test_noise_patch_kernel[numba] | ≥ 60 % | 50 % "
+        "| not met |",
+    ):
+        assert row in performance
+
+
+def test_a_summary_without_measures_renders_its_targets_as_not_measured(results):
+    performance = render_all(results, SWEEPS)["performance.md"]  # the routed-forward run only
+    assert "| Algorithm 1 step, structured ÷ dense | - | ≤ 30 % | - | not measured |" in performance
+    data = summary(_structured_run(), "0002_run.json")
+    for bench in data["benchmarks"]:
+        bench.pop("measures", None)  # as written before summaries kept them
+    (results / "bench" / "summary.json").write_text(json.dumps(data))
+    performance = render_all(results, SWEEPS)["performance.md"]
+    step = "test_algorithm1_step[numba-structured]"
+    assert f"| Algorithm 1 step, structured ÷ dense | {step} | ≤ 30 % | - | not measured |" in performance
+    assert f"| Algorithm 1 step, structured time | {step} | ≤ 3 ms | 2.5 ms | met |" in performance
+    assert "| ≥ 60 % | - | not measured |" in performance
+
+
 def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
     (results / "replicate" / "table1.json").write_text(json.dumps(_table1_payload("quick")))
     pages = render_all(results, SWEEPS)
@@ -184,6 +236,12 @@ def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
         ("replicate/table1.json", json.dumps({"runs": []}), "not a replication file"),
         ("replicate/table1.json", json.dumps(_table1_payload() | {"runs": [{"model": "x"}]}), "run 0"),
         ("bench/summary.json", json.dumps({"format": "other"}), "not a benchmark summary"),
+        ("bench/summary.json", _with_measures([0.25]), "benchmark 0: field 'measures' must be an object"),
+        (
+            "bench/summary.json",
+            _with_measures({"ratio_to_dense": "fast"}),
+            "benchmark 0: measures: field 'ratio_to_dense' must be a finite number, got 'fast'",
+        ),
         ("replicate/table1.json", '{"runs": [NaN]}', "not valid JSON"),
         ("proof_chain/proof_chain.json", json.dumps({"task": "other"}), "not a report of the proof-chain"),
         (
