@@ -220,9 +220,9 @@ def cost_section(summary: dict) -> str:
             "python -m lab docs                           # this page\n"
             "```",
             (
-                "The groups carried from an earlier run come in through `nox -s mutation -- report "
-                "--carry-before results/mutation/runs/first-before.json --carry-after "
-                "results/mutation/runs/first-after.json`, which is how this page's summary was written. "
+                "The groups sampled in another run come in through `nox -s mutation -- report "
+                "--carry-before results/mutation/runs/kernels-before.json --carry-after "
+                "results/mutation/runs/kernels-after.json`, which is how this page's summary was written. "
                 if carried_text(summary)
                 else ""
             )
@@ -238,15 +238,15 @@ def cost_section(summary: dict) -> str:
 
 
 def carried_text(summary: dict) -> str:
-    """The groups sampled on another commit than the run's, carried from an earlier run ('' when none)."""
+    """The groups sampled on another commit than the run's, carried from another run ('' when none)."""
     own = summary["commit_before"]
     carried = {g: c for g, c in (summary.get("group_commits") or {}).items() if c != own}
     if not carried:
         return ""
     listed = ", ".join(f"`{g}` (commit `{c[:10]}`)" for g, c in carried.items())
     return (
-        f"**Carried from an earlier run:** {listed}. These groups were not sampled again on "
-        f"`{own[:10]}`; their scores, sample and survivors are those of the earlier run."
+        f"**Sampled in another run:** {listed}. These groups were not sampled on `{own[:10]}`; their "
+        "scores, sample and survivors are those of that run."
     )
 
 

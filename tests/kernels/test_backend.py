@@ -62,3 +62,14 @@ def test_the_default_backend_and_the_cache():
 def test_a_bad_backend_name_is_a_value_error_naming_the_choices(bad):
     with pytest.raises(ValueError, match=r"backend must be one of \('numba', 'numpy'\)"):
         kernels.backend(bad)
+
+
+@pytest.mark.parametrize("module", kernels.KERNEL_MODULES)
+def test_every_prange_loop_is_compiled_parallel(module):
+    """A prange loop in a kernel without parallel=True runs serially: every result is the same, only the
+    cores promised by docs/performance.md are lost, so no result test can see it. Pinned here."""
+    mod = importlib.import_module(f"lab.kernels.{module}")
+    kernels = {n: f for n, f in vars(mod).items() if hasattr(f, "targetoptions") and hasattr(f, "py_func")}
+    looping = {n: f for n, f in kernels.items() if "prange(" in inspect.getsource(f.py_func)}
+    for name, kernel in looping.items():
+        assert kernel.targetoptions.get("parallel") is True, f"{module}.{name}: prange, yet serial"
