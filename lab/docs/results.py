@@ -287,7 +287,7 @@ def load_mutation(folder: Path) -> MutationRun | None:
     return MutationRun(data, mutants)
 
 
-PROOF_CHAIN_METRICS = ("T1", "T2", "routing_follows_professions", "professions_predict")
+PROOF_CHAIN_METRICS = ("T1", "T2", "routing_follows_professions", "professions_predict", "routed_share_end")
 # Fitted as c·d^slope on log–log axes (the findings' exponents, the rates figure): positive in every run.
 PROOF_CHAIN_RATES = (
     "h_inf_T1",

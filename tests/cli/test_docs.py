@@ -107,6 +107,7 @@ def _proof_chain_report(ds=(50, 100, 200), seeds=2, **override) -> dict:
     for d in ds:
         for seed in range(seeds):
             metrics = {"T1": 20, "T2": 0, "routing_follows_professions": 0.0, "professions_predict": 0.0}
+            metrics |= {"routed_share_end": 0.5}
             metrics |= {"alignment_T1_over_eta_T1": 1.0}
             metrics |= {key: (1.0 + 0.1 * seed) * d**-0.5 for key in PROOF_CHAIN_RATES} | override
             runs.append({"params": {"d": d, "M": 8, "eta": 0.02, "seed": seed}, "metrics": metrics})
