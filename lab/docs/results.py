@@ -262,7 +262,13 @@ def load_mutation(folder: Path) -> MutationRun | None:
         _need(path, data, key, str)
     for key in ("seed", "workers"):
         _need(path, data, key, int)
-    _need(path, data, "sample_sizes", dict)
+    for name in ("sample_sizes", "first_draw"):
+        counts = data.get(name) or {}
+        if name == "sample_sizes":
+            counts = _need(path, data, name, dict)
+        for group, n in counts.items():
+            if not isinstance(n, int) or isinstance(n, bool):
+                raise ResultsError(f"{path}: {name}.{group} must be an integer, got {n!r}")
     for key in ("session_wall_seconds", "mean_seconds_per_mutant", "rerun_wall_seconds", "level"):
         _number_or_none(path, data, key, "")
     _need(path, data, "selection", dict)

@@ -244,6 +244,13 @@ def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
             "benchmark 0: measures: field 'ratio_to_dense' must be a finite number, got 'fast'",
         ),
         ("replicate/table1.json", '{"runs": [NaN]}', "not valid JSON"),
+        (
+            "mutation/summary.json",
+            json.dumps(
+                json.loads((RESULTS / "mutation" / "summary.json").read_text()) | {"first_draw": {"k": None}}
+            ),
+            "first_draw.k must be an integer, got None",
+        ),
         ("proof_chain/proof_chain.json", json.dumps({"task": "other"}), "not a report of the proof-chain"),
         (
             "proof_chain/proof_chain.json",
@@ -269,6 +276,7 @@ def test_a_damaged_results_file_is_one_line_naming_it(results, tmp_path, capsys,
     if content is None:
         path.unlink()
     else:
+        path.parent.mkdir(exist_ok=True)
         path.write_text(content)
     out = tmp_path / "docs"
     assert _docs(results, out) == 2

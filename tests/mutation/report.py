@@ -85,7 +85,7 @@ def carry(newer: dict, older: dict, groups: list[str]) -> dict:
         "groups": newer["groups"] | {g: older["groups"][g] for g in kept},
         "mutants": newer["mutants"] + [r for r in older["mutants"] if r["group"] in kept],
         "sample_sizes": sizes | {g: older.get("sample_sizes", {}).get(g) for g in kept},
-        "first_draw": draw | {g: older.get("first_draw", {}).get(g) for g in kept},
+        "first_draw": draw | {g: n for g, n in (older.get("first_draw") or {}).items() if g in kept},
         "group_commits": commits,
         "cut_reason": newer.get("cut_reason") or (older.get("cut_reason", "") if kept else ""),
     }
