@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from checks.chen2022.substrate import with_unscaled_noise
 from lab.chen2022 import data, proof_lemmas
 from lab.chen2022.metrics import UNIFORM_ROUTING
 from lab.chen2022.proof_monitors import monitored_run, theorem_config
@@ -48,6 +49,12 @@ def _rate_record(statement: str, kind: str, params: dict, ratios: np.ndarray, **
         extra={"largest_ratio": float(ratios.max()), "median_ratio": float(np.median(ratios))},
         **fields,
     )
+
+
+def _ratio_record(*, floor: bool = False, **fields) -> Record:
+    """A record of measured = the lemma's quantity over its bound: a ceiling of 1 (a floor of 1 if floor)."""
+    build = lower_bound_record if floor else upper_bound_record
+    return build(claim=CLAIM, bound=1.0, **fields)
 
 
 # ---------------------------------------------------------------- Lemma D.1: Hoeffding sums
@@ -105,7 +112,7 @@ def verify_d2(seed: int, tier: str) -> list[Record]:
     }
     premise = np.array([proof_lemmas.noise_patch_ratio(s, signals, config, DELTA) for s in sets])
     control = np.array(
-        [proof_lemmas.noise_patch_ratio(_unscaled_noise(s), signals, config, DELTA) for s in sets]
+        [proof_lemmas.noise_patch_ratio(with_unscaled_noise(s), signals, config, DELTA) for s in sets]
     )
     return [
         _rate_record(
@@ -122,15 +129,6 @@ def verify_d2(seed: int, tier: str) -> list[Record]:
             control,
         ),
     ]
-
-
-def _unscaled_noise(s: data.Dataset) -> data.Dataset:
-    """The mutated sampler of D.2's control: noise patches √d times too large."""
-    x = s.x.copy()
-    signal = np.zeros(x.shape[:2], dtype=bool)
-    signal[np.arange(s.n)[:, None], s.positions] = True
-    x[~signal] *= math.sqrt(x.shape[2])
-    return dataclasses.replace(s, x=x)
 
 
 # ---------------------------------------------------------------- Lemma D.5: initial alignments
@@ -227,22 +225,20 @@ def verify_e10(seed: int, tier: str) -> list[Record]:
     note = "measured = min over samples and every expert the noise can choose (h_m > max h − width) of π_m·eM"
     wide = Uniform(0.0, 3.0)
     return [
-        lower_bound_record(
-            claim=CLAIM,
+        _ratio_record(
+            floor=True,
             statement="Lemma E.10: π_{m_{i,t}}(x_i) ≥ 1/(eM) for every route Unif[0, 1] noise can draw",
             kind="premise",
             params=params,
             measured=proof_lemmas.chosen_gate_floor_ratio(h, UNIFORM_ROUTING),
-            bound=1.0,
             note=note,
         ),
-        lower_bound_record(
-            claim=CLAIM,
+        _ratio_record(
+            floor=True,
             statement="Lemma E.10 with Unif[0, 3] routing noise (Lemma C.4's width 1 broken)",
             kind="negative-control",
             params={**params, "noise": repr(wide)},
             measured=proof_lemmas.chosen_gate_floor_ratio(h, wide),
-            bound=1.0,
         ),
     ]
 
@@ -257,40 +253,32 @@ def verify_e11(seed: int, tier: str) -> list[Record]:
     _, narrow_routes = proof_lemmas.centre_gate_ratios(h, h_centre, narrow)
     exact = {**params, "rtol": ROUND_OFF}
     return [
-        upper_bound_record(
-            claim=CLAIM,
+        _ratio_record(
             statement="Lemma E.11: |π_m(x) − π_m(x̄)| ≤ ‖h(x) − h(x̄)‖∞ / 2 (the sharp softmax constant)",
             kind="premise",
             params=exact,
             measured=gates,
-            bound=1.0,
             rtol=ROUND_OFF,
             note="the lemma states O(δ_Θ); 1/2 = max Σ_j |∂π_m/∂h_j| is the lab's explicit constant",
         ),
-        upper_bound_record(
-            claim=CLAIM,
+        _ratio_record(
             statement="Lemma E.11: |P(m | x) − P(m | x̄)| ≤ M²‖h(x) − h(x̄)‖∞ (exact p, Unif[0, 1] noise)",
             kind="premise",
             params=exact,
             measured=routes,
-            bound=1.0,
             rtol=ROUND_OFF,
         ),
-        upper_bound_record(
-            claim=CLAIM,
+        _ratio_record(
             statement="Lemma E.11's gate bound for the gate softmax(10h) (a mutated temperature)",
             kind="negative-control",
             params={**params, "temperature": 0.1},
             measured=hot_gates,
-            bound=1.0,
         ),
-        upper_bound_record(
-            claim=CLAIM,
+        _ratio_record(
             statement="Lemma E.11's routing bound with Unif[0, 10⁻⁴] noise (density 10⁴ > 1)",
             kind="negative-control",
             params={**params, "noise": repr(narrow)},
             measured=narrow_routes,
-            bound=1.0,
         ),
     ]
 
@@ -301,24 +289,20 @@ def verify_e15(seed: int, tier: str) -> list[Record]:
     h, _, params = _gate_outputs(seed, tier)
     measured = proof_lemmas.pair_gate_ratio(h)
     return [
-        upper_bound_record(
-            claim=CLAIM,
+        _ratio_record(
             statement="Lemma E.15: |π_m − π_m′| ≤ 2|h_m − h_m′| for every pair of experts",
             kind="premise",
             params={**params, "rtol": ROUND_OFF},
             measured=measured,
-            bound=1.0,
             rtol=ROUND_OFF,
             note="tanh((a − b)/2) ≤ |a − b|/2 gives the sharp constant 1/2, a quarter of the lemma's 2",
             extra={"sharp_constant_ratio": 4 * measured},
         ),
-        upper_bound_record(
-            claim=CLAIM,
+        _ratio_record(
             statement="Lemma E.15 for the gate softmax(10h) (a mutated temperature)",
             kind="negative-control",
             params={**params, "temperature": 0.1},
             measured=proof_lemmas.pair_gate_ratio(h, temperature=0.1),
-            bound=1.0,
         ),
     ]
 
@@ -350,23 +334,19 @@ def verify_f1(seed: int, tier: str) -> list[Record]:
     measured, ci, extra = worst(0.0)
     bad, bad_ci, bad_extra = worst(100.0)
     return [
-        upper_bound_record(
-            claim=CLAIM,
+        _ratio_record(
             statement="Lemma F.1: P(a⁽²⁾ ≥ (1 − G)a⁽¹⁾) / (GM²) ≤ 1 in every cell (M, G)",
             kind="premise",
             params=params,
             measured=measured,
-            bound=1.0,
             ci=ci,
             extra=extra,
         ),
-        upper_bound_record(
-            claim=CLAIM,
+        _ratio_record(
             statement="Lemma F.1 for a_m = 100z + N(0, 1) with a common z (not independent)",
             kind="negative-control",
             params={**params, "common_factor": 100.0},
             measured=bad,
-            bound=1.0,
             ci=bad_ci,
             extra=bad_extra,
         ),
@@ -399,22 +379,18 @@ def verify_f2(seed: int, tier: str) -> list[Record]:
         "runs": runs,
     }
     return [
-        upper_bound_record(
-            claim=CLAIM,
+        _ratio_record(
             statement="Lemma F.2: y < (1 + G)y0/(G − ε) while x < A, from x0 = S(1 + G)y0",
             kind="premise",
             params=params,
             measured=worst(1.0),
-            bound=1.0,
             note="ε = max ηC_t x_t before x reaches A; the lemma states O(y0/G)",
         ),
-        upper_bound_record(
-            claim=CLAIM,
+        _ratio_record(
             statement="Lemma F.2 from x0 = S(1 + G)y0/4 (its premise x0 ≥ S(1 + G)y0 broken)",
             kind="negative-control",
             params={**params, "x0": "S(1 + G)y0/4"},
             measured=min(worst(4.0), RUNAWAY),
-            bound=1.0,
             note=f"measured is capped at {RUNAWAY:g}: y runs away before x reaches A",
         ),
     ]

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from lab.chen2022.data import setting
-from lab.chen2022.proof_lemmas import cubic_moment
+from lab.chen2022.proof_lemmas import uniform_moment
 from lab.chen2022.proof_monitors import ProofSchedule, monitored_run, theorem_config
 from lab.core.records import Record, report_record
 from lab.core.registry import register
@@ -53,7 +53,7 @@ def exploration_quantities(run: dict) -> dict[str, float]:
     after = [a for a in after if np.isfinite(a)]
     half = range(max(T1 // 2, 1), T1)
     data = setting(1)
-    coefficient = cubic_moment(data.alpha.low, data.alpha.high, 3) / (2 * data.K * run["config"].M ** 2)
+    coefficient = uniform_moment(data.alpha.low, data.alpha.high, 3) / (2 * data.K * run["config"].M ** 2)
     pre = np.array(st["profession_preactivation"])[T1 // 2]
     e5 = np.array(st["profession_gradient"])[T1 // 2] / (3 * pre**2) / -coefficient
     return {

@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 from scipy import stats
 
+from lab.chen2022 import proof_lemmas
 from lab.chen2022.data import (
     CENTER,
     FEATURE,
@@ -59,9 +60,7 @@ def role_violations(data: Dataset, signals: Signals) -> int:
 
 def noise_patches(data: Dataset) -> np.ndarray:
     """The P − 3 Gaussian patches of every sample, flattened."""
-    mask = np.ones(data.x.shape[:2], dtype=bool)
-    mask[np.arange(data.n)[:, None], data.positions] = False
-    return data.x[mask].ravel()
+    return proof_lemmas.noise_patches(data).ravel()
 
 
 def check_data_roles(config: DataConfig, data: Dataset, signals: Signals, kind: str) -> Record:
@@ -110,14 +109,16 @@ def sample_with_independent_noise_cluster(config, signals, n, rng) -> Dataset:
     return dataclasses.replace(data, x=x, noise_cluster=k_noise)
 
 
-def sample_with_unscaled_noise(config, signals, n, rng) -> Dataset:
-    """Mutated sampler (negative control): noise patches N(0, σ_p² I) instead of N(0, σ_p²/d · I)."""
-    data = sample(config, signals, n, rng)
-    mask = np.ones(data.x.shape[:2], dtype=bool)
-    mask[np.arange(n)[:, None], data.positions] = False
+def with_unscaled_noise(data: Dataset) -> Dataset:
+    """Mutated sample (negative control): noise patches N(0, σ_p² I) instead of N(0, σ_p²/d · I)."""
     x = data.x.copy()
-    x[mask] *= np.sqrt(config.d)
+    x[proof_lemmas.noise_mask(data)] *= np.sqrt(data.x.shape[2])
     return dataclasses.replace(data, x=x)
+
+
+def sample_with_unscaled_noise(config, signals, n, rng) -> Dataset:
+    """Mutated sampler (negative control): `with_unscaled_noise` of a fresh sample."""
+    return with_unscaled_noise(sample(config, signals, n, rng))
 
 
 @register("A1", name="checks.substrate.verify_data")

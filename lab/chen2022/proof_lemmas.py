@@ -17,7 +17,7 @@ from lab.chen2022.routing import Noise, Uniform, routing_probabilities
 from lab.kernels.activations import activation
 
 
-def cubic_moment(low: float, high: float, power: int) -> float:
+def uniform_moment(low: float, high: float, power: int) -> float:
     """E[a^power] for a ~ Uniform(low, high)."""
     return (high ** (power + 1) - low ** (power + 1)) / ((power + 1) * (high - low))
 
@@ -27,8 +27,8 @@ def concentration_sums(data: Dataset, config: DataConfig) -> tuple[np.ndarray, n
 
     Ω⁺_{k,k′} (Ω⁻_{k,k′}) are the samples of cluster k with feature noise v_{k′} and y = ε (y = −ε)."""
     K, n = config.K, data.n
-    a3 = cubic_moment(config.alpha.low, config.alpha.high, 3)
-    b1 = cubic_moment(config.beta.low, config.beta.high, 1)
+    a3 = uniform_moment(config.alpha.low, config.alpha.high, 3)
+    b1 = uniform_moment(config.beta.low, config.beta.high, 1)
     amax, bmax, gmax = config.alpha.high, config.beta.high, config.gamma.high
     devs, ranges = [], []
     for k in range(K):
@@ -58,12 +58,16 @@ def hoeffding_ratio(data: Dataset, config: DataConfig, delta: float) -> float:
     return float((devs / radius).max())
 
 
+def noise_mask(data: Dataset) -> np.ndarray:
+    """(n, P), True at the P − 3 noise patches ξ_{i,p}: the patches no signal role took (Def. 3.1)."""
+    mask = np.ones(data.x.shape[:2], dtype=bool)
+    mask[np.arange(data.n)[:, None], data.positions] = False
+    return mask
+
+
 def noise_patches(data: Dataset) -> np.ndarray:
     """The P − 3 noise patches ξ_{i,p} of every sample, shape (n(P − 3), d)."""
-    n, P, _ = data.x.shape
-    signal = np.zeros((n, P), dtype=bool)
-    signal[np.arange(n)[:, None], data.positions] = True
-    return data.x[~signal]
+    return data.x[noise_mask(data)]
 
 
 def noise_patch_ratio(data: Dataset, signals: Signals, config: DataConfig, delta: float) -> float:

@@ -19,6 +19,7 @@ from lab.chen2022.data import make_signals, sample, setting
 from lab.chen2022.metrics import UNIFORM_ROUTING, profession_sets, professions
 from lab.chen2022.model import gate_values
 from lab.chen2022.plan import resolve
+from lab.chen2022.proof_lemmas import centre_router_input
 from lab.chen2022.routing import routing_probabilities
 from lab.chen2022.training import (
     TrainConfig,
@@ -157,12 +158,11 @@ def make_monitor(data, signals, W0: np.ndarray, sigma0: float) -> Monitor:
     proj = np.asarray(W0[..., : V.shape[1]], dtype=float) @ V.T  # (M, J, K)
     flat = proj.reshape(W0.shape[0], -1).argmax(axis=1)
     k_star = professions(W0, V)
-    centre = data.beta[:, None] * signals.C[data.cluster]
     return Monitor(
         V,
         signals.C,
         data.cluster,
-        centre,
+        centre_router_input(data),
         k_star,
         flat // V.shape[0],
         profession_sets(k_star, V.shape[0]),

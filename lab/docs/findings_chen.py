@@ -374,12 +374,6 @@ PROOF_CHAIN_MEANS = (
 )
 
 
-def _slope(d: np.ndarray, values: np.ndarray) -> tuple[float, float, float, float]:
-    """Least-squares values ≈ c·d^slope over runs: slope, its 95 % Student-t interval, and log c."""
-    slope, (lo, hi), log_c = power_law_fit(d, values, level=0.95)
-    return slope, lo, hi, log_c
-
-
 def proof_chain_runs(report: dict) -> tuple[np.ndarray, list[dict]]:
     """The d study's runs of Algorithm 1: each run's d, and its metrics (one entry per run, same order)."""
     runs = report["runs"]
@@ -422,7 +416,7 @@ def _schedule_text(by_d: dict[int, list[dict]], M: int) -> str:
 
 def _e3_text(d: np.ndarray, ratio: np.ndarray) -> str:
     """E.3 at T1: ‖h‖∞/σ0^1.5 against d, and where its fit crosses 1 (a finite-size effect if it does)."""
-    slope, lo, hi, log_c = _slope(d, ratio)
+    slope, (lo, hi), log_c = power_law_fit(d, ratio, level=0.95)
     below = d[ratio <= 1]
     where = f" (d = {', '.join(str(int(x)) for x in sorted(set(below)))})" if below.size else ""
     text = (
@@ -474,7 +468,7 @@ def proof_chain(results: Results) -> str:
     head += ["E.18 gap > 0", "E.3: ‖h‖∞(T1)/σ0^1.5", "E.8: ⟨w, v⟩(T1)/(ηT1)", "E.14 at end", "E.16 at end"]
     fits = []
     for key, label, rate, exponent in PROOF_CHAIN_FITS:
-        slope, lo, hi, _ = _slope(d_runs, np.array([m[key] for m in metrics]))
+        slope, (lo, hi), _ = power_law_fit(d_runs, np.array([m[key] for m in metrics]), level=0.95)
         fits.append([label, rate, fixed(exponent, 3), fixed(slope, 3), f"[{fixed(lo, 3)}, {fixed(hi, 3)}]"])
     text += [
         "Algorithm 1 under the theorem's conditions, every catalogued quantity recorded at every step "

@@ -21,9 +21,9 @@ def _sample(n=60, d=12, seed=0):
 
 
 def test_moments_of_a_uniform():
-    assert L.cubic_moment(0.0, 1.0, 3) == pytest.approx(0.25)
-    assert L.cubic_moment(1.0, 2.0, 1) == pytest.approx(1.5)
-    assert L.cubic_moment(0.5, 2.0, 3) == pytest.approx((2**4 - 0.5**4) / (4 * 1.5))
+    assert L.uniform_moment(0.0, 1.0, 3) == pytest.approx(0.25)
+    assert L.uniform_moment(1.0, 2.0, 1) == pytest.approx(1.5)
+    assert L.uniform_moment(0.5, 2.0, 3) == pytest.approx((2**4 - 0.5**4) / (4 * 1.5))
 
 
 def test_concentration_sums_match_a_loop_over_the_samples():
@@ -36,7 +36,7 @@ def test_concentration_sums_match_a_loop_over_the_samples():
         rows = [i for i in range(n) if batch.cluster[i] == k]
         expected += [
             sum(batch.y[i] * batch.beta[i] ** 3 for i in rows),
-            sum(batch.alpha[i] ** 3 for i in rows) - L.cubic_moment(0.5, 2.0, 3) * n / K,
+            sum(batch.alpha[i] ** 3 for i in rows) - L.uniform_moment(0.5, 2.0, 3) * n / K,
             sum(batch.y[i] * batch.eps[i] * batch.gamma[i] ** 3 for i in rows),
             sum(batch.beta[i] for i in rows) - 1.5 * n / K,
         ]
