@@ -8,8 +8,7 @@ import numpy as np
 
 from lab.chen2022 import proof_monitors, routing_tightness
 from lab.chen2022.proof_monitors import d_for_second_stage
-from lab.chen2022.training import variant_config
-from lab.core.stats import clopper_pearson, power_law_fit
+from lab.core.stats import power_law_fit
 from lab.docs.evidence import (
     extra,
     measured,
@@ -20,6 +19,7 @@ from lab.docs.evidence import (
     verify_missing,
 )
 from lab.docs.findings_proof import proof_steps
+from lab.docs.findings_tables import tables_1_3, tables_10_11
 from lab.docs.markdown import anchor, fixed, num, pct, table
 from lab.docs.replications_page import command
 from lab.docs.results import Results
@@ -212,6 +212,12 @@ def single_cnns(results: Results) -> str:
         "activations match the paper:\n\n"
         + replication_evidence(results, "table7", "paper", lambda cell: True, command("table7"))
     )
+    text.append(
+        "The same singles trained as the authors' code trains them (`--variant reference-code`):\n\n"
+        + replication_evidence(
+            results, "table7", "reference-code", lambda cell: True, command("table7", "reference-code")
+        )
+    )
     return "\n\n".join(text)
 
 
@@ -258,98 +264,6 @@ def router_sum(results: Results) -> str:
         f"({worst['statement']}; round-off budget {num(worst['bound'])})."
     )
     return "\n\n".join(text)
-
-
-def _moe_nonlinear(cell) -> bool:
-    return cell.model == "moe (nonlinear)"
-
-
-STALL_BELOW = 95.0  # test accuracy (%) under which a nonlinear-MoE run counts as stalled
-
-
-def stalled_runs(results: Results) -> str:
-    """How often a stated-model nonlinear-MoE run of the committed full-tier files ends below STALL_BELOW."""
-    # Table 3's runs include Table 1's: one run is one (setting, seed, dtype, arithmetic), counted once
-    found: dict[tuple, float] = {}
-    names: set[str] = set()
-    for rep in results.replications:
-        if rep.target in ("table1", "table3") and rep.variant == "paper" and rep.tier == "full":
-            for r in rep.payload["runs"]:
-                if r["model"] == "moe (nonlinear)":
-                    found[r["setting"], r["seed"], rep.dtype, rep.arithmetic] = r["test_accuracy"]
-                    names.add(rep.name)
-    runs = list(found.values())
-    if not runs:
-        return ""
-    low = [acc for acc in runs if acc < STALL_BELOW]
-    lo, hi = clopper_pearson(len(low), len(runs), 0.95)
-    files = ", ".join(f"`{name}`" for name in sorted(names))
-    return (
-        f"The mean hides two kinds of run. Of the {len(runs)} nonlinear-MoE runs in {files} (a seed's "
-        "float64 and float32 runs are two runs; a run of both Table 1 and Table 3 counts once), "
-        f"{len(low)} end below {num(STALL_BELOW)} % "
-        f"(rate {pct(len(low) / len(runs))}, 95 % Clopper–Pearson [{pct(lo)}, {pct(hi)}]; lowest "
-        f"{fixed(min(runs), 2)} %; median of the others "
-        f"{fixed(float(np.median([a for a in runs if a >= STALL_BELOW] or [math.nan])), 2)} %). "
-        "A cell's mean ± sd over seeds mixes the two."
-    )
-
-
-def tables_1_3(results: Results) -> str:
-    return "\n\n".join(
-        [
-            anchor("tables-1-3"),
-            "### Tables 1 and 3: the MoE rows reproduce; the single CNNs only as the authors' code "
-            "trains them",
-            "The stated model (softmax gate value, logistic loss, Gaussian init, no bias, no input "
-            "scaling) reaches the paper's nonlinear-MoE accuracy only with an initial scale σ0 and a step "
-            "budget T that App. A.2 does not give; the lab's choices are the defaults of "
-            f"`{variant_config.__module__}.variant_config`. Nonlinear MoE, stated model:",
-            replication_evidence(results, "table1", "paper", _moe_nonlinear, command("table1")),
-            stalled_runs(results),
-            replication_evidence(results, "table3", "paper", _moe_nonlinear, command("table3")),
-            "Single nonlinear CNNs trained as App. A.2 states (Adam) land well below the paper's single "
-            "models in settings 1 and 2:",
-            replication_evidence(
-                results, "table1", "paper", lambda c: c.model == "single (nonlinear)", command("table1")
-            ),
-            'The paper reads its 512-filter rows as "a single nonlinear model suffers from overfitting as '
-            'we increase the number of filters". The lab does not see it: compare the 128- and '
-            "512-filter rows.",
-            replication_evidence(
-                results, "table3", "paper", lambda c: c.model == "single (nonlinear)", command("table3")
-            ),
-            "The authors' coded departures (`--variant reference-code`), with the single CNNs trained as "
-            "the authors' code trains them (plain cross-entropy on the two raw logits; the loss-based "
-            "stopping tested before each update from step 500 on), every cell; the run records' `steps` "
-            "show where each run stopped:",
-            replication_evidence(
-                results, "table1", "reference-code", lambda c: True, command("table1", "reference-code")
-            ),
-            replication_evidence(
-                results, "table3", "reference-code", lambda c: True, command("table3", "reference-code")
-            ),
-        ]
-    )
-
-
-def tables_10_11(results: Results) -> str:
-    return "\n\n".join(
-        [
-            anchor("tables-10-11"),
-            "### Tables 10 and 11: identical init and plain GD",
-            "With every expert initialised the same (Table 10), all experts share one profession and the "
-            "MoE stays at the level of a single model, as the paper reports. In Table 11 normalized GD "
-            "succeeds with and without load balancing. Plain GD at the stated expert rate does not move "
-            "the cubic experts at all (their gradients are of order σ0²), so only the router trains: "
-            '"GD fails without load balancing" reproduces, but GD with load balancing fails too, against '
-            "the paper's success; the paper's GD must have used a rate or init it does not state. The "
-            "load-balancing coefficient for Table 11 is the lab's choice (`TABLE11_LB_COEF` in "
-            "`lab/chen2022/tables.py`).",
-            replication_evidence(results, "table10", "paper", lambda c: True, command("table10")),
-            replication_evidence(results, "table11", "paper", lambda c: True, command("table11")),
-        ]
-    )
 
 
 # Quantities of the d study fitted as c·d^slope over runs, with the rate the proof states for each.

@@ -373,6 +373,23 @@ def test_stalled_runs_count_a_run_of_table1_and_table3_once(results):
     assert "Of the 2 nonlinear-MoE runs in `table1.json`, `table3.json`" in findings
 
 
+@pytest.mark.parametrize(("shift", "below"), [(0.0, "below 0 in 0 of 1"), (-5.0, "below 0 in 1 of 1")])
+def test_512_against_128_filters_is_paired_by_seed(results, shift, below):
+    """Seed-to-seed spread cancels in the paired difference: only a shift of the 512-filter runs shows."""
+    payload = _table1_payload()
+    runs = []
+    for config in chen.expand("table3", [1], 3):
+        large = config.get("filters") == 512
+        noise = 0.1 * (-1) ** config["seed"] if large else 0.0
+        accuracy = 70.0 + 4 * config["seed"] + noise + (shift if large else 0.0)
+        runs.append(config | {"test_accuracy": accuracy, "dispatch_entropy": None, "steps": 800})
+    payload["runs"], payload["config"]["target"] = runs, "table3"
+    (results / "replicate" / "table3.json").write_text(json.dumps(payload))
+    findings = render_all(results, SWEEPS)["findings.md"]
+    assert f"interval of the mean difference lies {below} settings" in findings
+    assert "the paper's 512-filter row is below its 128-filter row in 1 of 1" in findings
+
+
 def test_the_rates_figure_is_drawn_from_a_synthetic_d_study(results, tmp_path):
     """Theorem 4.2's rates: `python -m lab docs` draws one panel per fitted quantity and E.3's ratio."""
     pytest.importorskip("matplotlib")
