@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 
 from lab.cli.main import UsageError, nonnegative_int, positive_int
 from lab.core import registry
 from lab.core.io import check_writable, check_writable_folder
+from lab.core.progress import Progress
 from lab.core.registry import register_command
 
 
@@ -45,6 +49,12 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
     )
     parser.add_argument("--json", metavar="PATH", help="write the runs as JSON")
     parser.add_argument("--out", metavar="DIR", default="reports", help="folder for tables/figures")
+    parser.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=1,
+        help="Chen et al. runs trained at once, in processes sharing the cores (default 1)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--keep-stale", action="store_true", help="reuse run files computed by other code, on purpose"
@@ -62,4 +72,65 @@ def run_replicate(args: argparse.Namespace) -> int:
     check_writable_folder(args.out, "--out")
     if args.json:
         check_writable(args.json, "--json")
+    if args.jobs > 1:
+        train_in_parallel(args)
     return max(targets[t].run(args) for t in args.targets)
+
+
+def _set_threads(threads: int) -> None:
+    """A worker's share of the cores for Numba's parallel kernels."""
+    import numba
+
+    numba.set_num_threads(threads)
+
+
+def _train(config: dict, runs_dir: Path, keep_stale: bool) -> tuple[dict, float, bool]:
+    from lab.chen2022 import replicate as chen
+
+    record, cached = chen.load_or_run(config, runs_dir, False, keep_stale)
+    return config, record["test_accuracy"], cached
+
+
+def train_in_parallel(args: argparse.Namespace) -> None:
+    """Train the Chen et al. runs of every target that `--out` lacks, `--jobs` at a time.
+
+    Each job is a process with cores ÷ jobs Numba threads; it stores its run as `replicate` does,
+    so the targets then render from stored runs. A run's numbers do not depend on its thread count.
+    """
+    import numba
+
+    from lab.chen2022 import replicate as chen
+
+    configs = {}
+    for target in (t for t in args.targets if t in chen.TARGETS):
+        for config in chen.expand(
+            target,
+            list(args.settings),
+            args.seeds,
+            args.seed,
+            args.variant,
+            args.tier,
+            args.dtype,
+            args.arithmetic,
+        ):
+            configs[chen.run_key(config)] = config
+    runs_dir = Path(args.out) / "runs"
+    threads = max(1, numba.get_num_threads() // args.jobs)
+    spawn = multiprocessing.get_context("spawn")  # no fork of a process with Numba's thread pool
+    with (
+        ProcessPoolExecutor(
+            args.jobs, mp_context=spawn, initializer=_set_threads, initargs=(threads,)
+        ) as pool,
+        Progress(len(configs), "training", enabled=not args.quiet, lines=True, unit="run") as bar,
+    ):
+        futures = [pool.submit(_train, config, runs_dir, args.keep_stale) for config in configs.values()]
+        try:
+            for future in as_completed(futures):
+                config, accuracy, cached = future.result()
+                bar.step(
+                    f"{config['model']} setting {config['setting']} seed {config['seed']}: "
+                    f"{accuracy:.2f} %{' (kept)' if cached else ''}"
+                )
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise

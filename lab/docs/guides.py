@@ -93,7 +93,8 @@ The numbers in these pages are rendered from files committed under `results/`; n
   by `python -m lab replicate TARGET --seeds 10 --out results/replicate` (`TARGET_reference-code.json`
   for `--variant reference-code`, `TARGET_float32.json` for `--dtype float32`).
 - `results/replicate/runs/`: one file per finished run, written by the same command, so a
-  replication resumes where it stopped.
+  replication resumes where it stopped. `--jobs N` trains N runs at once, each process with
+  1/N of the cores for its kernels; a run's numbers do not depend on how many threads it had.
 - `results/bench/summary.json`: one benchmark run, per kernel the times, GFLOP/s, the fraction of the
   one-thread DGEMM rate and the machine. Written by `nox -s bench` followed by
   `python -m lab bench-report --summary results/bench/summary.json`.

@@ -1,0 +1,45 @@
+"""`replicate --jobs`: runs trained in parallel processes are the runs `replicate` trains one by one."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from lab.chen2022 import replicate as R
+from lab.cli.main import main
+from lab.cli.replicate import train_in_parallel
+
+
+def test_runs_trained_in_parallel_equal_runs_trained_in_turn(monkeypatch, tmp_path):
+    expand = R.expand  # 12 steps a run; the spawned workers get the configs, steps included
+    monkeypatch.setattr(R, "expand", lambda *a, **k: [c | {"steps": 12} for c in expand(*a, **k)])
+    args = argparse.Namespace(
+        targets=["table1", "makkuva-fig1"],  # a target without Chen et al. runs is left to its own command
+        settings=[1],
+        seeds=1,
+        seed=0,
+        variant="paper",
+        tier="quick",
+        dtype="float64",
+        arithmetic="structured",
+        out=str(tmp_path),
+        jobs=2,
+        quiet=True,
+        keep_stale=False,
+    )
+    train_in_parallel(args)
+    configs = R.expand("table1", [1], 1, tier="quick")
+    stored = sorted((tmp_path / "runs").glob("*.json"))
+    assert [p.stem for p in stored] == sorted(R.run_key(c) for c in configs)
+    for config in configs:
+        record = json.loads((tmp_path / "runs" / f"{R.run_key(config)}.json").read_text())
+        again = R.run_one(config)
+        assert {k: v for k, v in record.items() if k not in ("seconds", "code")} == {
+            k: v for k, v in again.items() if k != "seconds"
+        }
+        assert record["code"] == R.run_code()
+
+
+def test_jobs_must_be_a_positive_integer(capsys):
+    assert main(["replicate", "table1", "--jobs", "0"]) == 2
+    assert "--jobs" in capsys.readouterr().err
