@@ -114,6 +114,8 @@ def train_in_parallel(args: argparse.Namespace) -> None:
             args.arithmetic,
         ):
             configs[chen.run_key(config)] = config
+    if not configs:
+        return
     runs_dir = Path(args.out) / "runs"
     threads = max(1, numba.get_num_threads() // args.jobs)
     spawn = multiprocessing.get_context("spawn")  # no fork of a process with Numba's thread pool
