@@ -121,7 +121,7 @@ def filter_count_effect(results: Results, variant: str) -> str:
         return ""
     cells = {cell.label: cell for cell in TARGETS["table3"]}
     small, large = cells["single (nonlinear), 128 filters"], cells["single (nonlinear), 512 filters"]
-    rows, lower, higher, paper_lower = [], 0, 0, 0
+    rows, lower, higher, paper_lower, means, papers = [], 0, 0, 0, [], []
     for setting in sorted(large.paper):
         a = {r["seed"]: r["test_accuracy"] for r in cell_runs(rep, small, setting)}
         b = {r["seed"]: r["test_accuracy"] for r in cell_runs(rep, large, setting)}
@@ -132,6 +132,8 @@ def filter_count_effect(results: Results, variant: str) -> str:
         mean, low, high = paired_difference(x, y)
         paper = large.paper[setting][0] - small.paper[setting][0]
         lower, higher, paper_lower = lower + (high < 0), higher + (low > 0), paper_lower + (paper < 0)
+        means.append(mean)
+        papers.append(paper)
         rows.append(
             (
                 setting,
@@ -158,5 +160,7 @@ def filter_count_effect(results: Results, variant: str) -> str:
         f"512 against 128 filters in `{rep.name}`, paired by seed (a seed's two runs see the same data): "
         f"the {LEVEL:.0%} Student-t interval of the mean difference lies below 0 in {lower} of {len(rows)} "
         f"settings and above 0 in {higher}; the paper's 512-filter row is below its 128-filter row in "
-        f"{paper_lower} of {len(rows)}.\n\n" + table(head, rows)
+        f"{paper_lower} of {len(rows)}. The mean differences span {min(means):+.2f} to {max(means):+.2f} "
+        f"points; the paper's differences span {min(papers):+.2f} to {max(papers):+.2f}.\n\n"
+        + table(head, rows)
     )
