@@ -1,5 +1,7 @@
-"""Hypothesis profiles `ci` (default), `dev` and `fuzz` (database kept), and a loopback Dask cluster."""
+"""Hypothesis profiles `ci` (default), `dev` and `fuzz` (database kept), a loopback Dask cluster, and
+the parsed arguments of `python -m lab replicate`."""
 
+import argparse
 import os
 from pathlib import Path
 
@@ -68,3 +70,29 @@ def registered():
     yield add
     for declaration in added:
         registry.remove(declaration)
+
+
+@pytest.fixture
+def replicate_args(tmp_path):
+    """`python -m lab replicate`'s parsed arguments: Table 1, quick tier, two seeds, --out tmp_path;
+    any field by keyword."""
+
+    def make(**fields):
+        base = dict(
+            targets=["table1"],
+            settings=[1, 2, 3, 4],
+            seeds=2,
+            seed=0,
+            variant="paper",
+            tier="quick",
+            dtype="float64",
+            arithmetic="structured",
+            json=None,
+            out=str(tmp_path),
+            jobs=1,
+            quiet=True,
+            keep_stale=False,
+        )
+        return argparse.Namespace(**(base | fields))
+
+    return make

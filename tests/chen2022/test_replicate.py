@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
 from lab.chen2022 import replicate as R
 from lab.core import registry
-
-
-def _args(tmp_path, **kw):
-    base = dict(
-        settings=[1, 2, 3, 4],
-        seeds=2,
-        seed=0,
-        variant="paper",
-        tier="quick",
-        dtype="float64",
-        arithmetic="structured",
-        json=None,
-        quiet=True,
-        keep_stale=False,
-    )
-    return argparse.Namespace(**(base | {"out": str(tmp_path)} | kw))
 
 
 def test_targets_are_registered():
@@ -123,8 +106,8 @@ def test_run_one_reference_code_variant(tiny):
             assert record["test_accuracy_routing"] == "noisy"
 
 
-def test_replicate_target_writes_reports_and_resumes(tiny, tmp_path, monkeypatch):
-    args = _args(tmp_path, settings=[1], seeds=2)
+def test_replicate_target_writes_reports_and_resumes(tiny, replicate_args, tmp_path, monkeypatch):
+    args = replicate_args(settings=[1], seeds=2)
     assert R.run_target("table1", args) == 0
     table = (tmp_path / "table1.md").read_text()
     assert "99.46 ± 0.55" in table and "moe (nonlinear)" in table
@@ -140,10 +123,10 @@ def test_replicate_target_writes_reports_and_resumes(tiny, tmp_path, monkeypatch
     assert json.loads((tmp_path / "table1.json").read_text())["runs"] == payload["runs"]
 
 
-def test_variants_write_separate_reports(tiny, tmp_path):
+def test_variants_write_separate_reports(tiny, replicate_args, tmp_path):
     """One output directory for both variants: reference-code reports never overwrite the stated model's."""
     assert R.report_stem("table1", "paper") == "table1"
-    assert R.run_target("table1", _args(tmp_path, settings=[1], seeds=1, variant="reference-code")) == 0
+    assert R.run_target("table1", replicate_args(settings=[1], seeds=1, variant="reference-code")) == 0
     assert "variant `reference-code`" in (tmp_path / "table1_reference-code.md").read_text()
     assert json.loads((tmp_path / "table1_reference-code.json").read_text())["config"]["variant"] == (
         "reference-code"
@@ -194,11 +177,13 @@ def test_a_run_file_from_other_code_is_stale_and_recomputed_unless_kept(tiny, tm
     assert "stale" in capsys.readouterr().err
 
 
-def test_without_matplotlib_reports_are_written_and_figures_skipped(tiny, tmp_path, monkeypatch, capsys):
+def test_without_matplotlib_reports_are_written_and_figures_skipped(
+    tiny, replicate_args, tmp_path, monkeypatch, capsys
+):
     from lab.core import plots
 
     monkeypatch.setattr(plots, "available", lambda: False)
-    args = _args(tmp_path, settings=[1], seeds=1, quiet=False)
+    args = replicate_args(settings=[1], seeds=1, quiet=False)
     assert R.run_target("table1", args) == 0
     assert (tmp_path / "table1.json").exists() and (tmp_path / "table1.md").exists()
     assert not list(tmp_path.glob("*.png"))

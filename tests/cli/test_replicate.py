@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from lab.chen2022 import replicate as R
@@ -10,23 +9,11 @@ from lab.cli.main import main
 from lab.cli.replicate import train_in_parallel
 
 
-def test_runs_trained_in_parallel_equal_runs_trained_in_turn(monkeypatch, tmp_path):
+def test_runs_trained_in_parallel_equal_runs_trained_in_turn(monkeypatch, replicate_args, tmp_path):
     expand = R.expand  # 12 steps a run; the spawned workers get the configs, steps included
     monkeypatch.setattr(R, "expand", lambda *a, **k: [c | {"steps": 12} for c in expand(*a, **k)])
-    args = argparse.Namespace(
-        targets=["table1", "makkuva-fig1"],  # a target without Chen et al. runs is left to its own command
-        settings=[1],
-        seeds=1,
-        seed=0,
-        variant="paper",
-        tier="quick",
-        dtype="float64",
-        arithmetic="structured",
-        out=str(tmp_path),
-        jobs=2,
-        quiet=True,
-        keep_stale=False,
-    )
+    # table1's runs in parallel; a target without Chen et al. runs is left to its own command
+    args = replicate_args(targets=["table1", "makkuva-fig1"], settings=[1], seeds=1, jobs=2)
     train_in_parallel(args)
     configs = R.expand("table1", [1], 1, tier="quick")
     stored = sorted((tmp_path / "runs").glob("*.json"))
