@@ -90,6 +90,11 @@ class Experts:
         """f_m(x_i) for every expert and sample, shape (n, M) (3.1)."""
         return self.lib.dense_forward(xk, self.signed(W), self.act)
 
+    def fused_step(self, xk, W: np.ndarray, routes: np.ndarray, margin_scale: np.ndarray, loss: int):
+        """f and ∇W (E.2) by the structured kernels' one pass, on the filters `kernel_filters(W)`."""
+        f, grad = self.lib.routed_step(xk, self.kernel_filters(W), routes, margin_scale, self.act, loss)
+        return f, self.signed(grad)
+
 
 class LinearExperts(Experts):
     """σ = identity: f_m = ⟨Σ_j a_j w_{m,j}, s⟩ (3.1) on the batch's one patch s = Σ_p x⁽ᵖ⁾; no z."""
@@ -129,6 +134,10 @@ class HalfLogitExperts(Experts):
         f0, z0 = self.lib.routed_forward(xk, np.ascontiguousarray(W[:, :half]), routes, self.act)
         f1, z1 = self.lib.routed_forward(xk, np.ascontiguousarray(W[:, half:]), routes, self.act)
         return f1 - f0, np.concatenate([z0, z1], axis=2)
+
+    def fused_step(self, xk, W, routes, margin_scale, loss):
+        """The structured kernels' one pass with the readout a_j = ∓1: f = logit 1 − logit 0 (3.1)."""
+        return self.lib.routed_step(xk, W, routes, margin_scale, self.act, loss, self.signs)
 
     def dense(self, xk, W):
         every = np.ones(xk.shape[0], dtype=np.int64)
@@ -177,23 +186,18 @@ class FusedPass:
 
 @dataclass(frozen=True, eq=False)
 class StructuredFusedPass:
-    """Forward and ∇W (E.2) of mean_i loss(y_i g_i f_{m_i}(x_i)) in one pass over Def. 3.1's structure.
-
-    For any loss of the margin the kernel knows (logistic, double softmax) and experts whose kernels
-    run `kernel_filters` (sum readout, odd σ, linear σ); not the two half-logits of `HalfLogitExperts`.
-    """
+    """Forward and ∇W (E.2) of mean_i loss(y_i g_i f_{m_i}(x_i)) in one pass over Def. 3.1's structure,
+    for any loss of the margin the kernel knows (logistic, double softmax) and any experts' readout."""
 
     experts: Experts
     loss: Loss
     loss_code: int
 
     def __call__(self, batch: Batch, W: np.ndarray, routes: np.ndarray, g: np.ndarray) -> StepOutput:
-        e = self.experts
-        filters = e.kernel_filters(W)
         margin_scale = (batch.y * g).astype(W.dtype, copy=False)  # the kernels' dtype (float32 runs)
-        f, grad = e.lib.routed_step(batch.xk, filters, routes, margin_scale, e.act, self.loss_code)
+        f, grad = self.experts.fused_step(batch.xk, W, routes, margin_scale, self.loss_code)
         loss, slope = self.loss.value_and_slope(batch.y * g * f)
-        return StepOutput(f, loss, slope * batch.y / batch.n, e.signed(grad))
+        return StepOutput(f, loss, slope * batch.y / batch.n, grad)
 
 
 # ------------------------------------------------------------------------------------ gates
@@ -368,7 +372,7 @@ def resolve(cfg: TrainConfig) -> Plan:
     loss = LOSSES[cfg.loss]
     fused = cfg.readout == "sum" and cfg.loss == "logistic" and cfg.activation != "linear"
     expert_pass: ExpertPass | FusedPass | StructuredFusedPass = ExpertPass(experts, loss)
-    if cfg.structured and not isinstance(experts, HalfLogitExperts):
+    if cfg.structured:
         expert_pass = StructuredFusedPass(experts, loss, experts_lib.MARGIN_LOSS_CODES[cfg.loss])
     elif fused:
         expert_pass = FusedPass(lib, act)

@@ -92,8 +92,8 @@ def kernels(lib: SimpleNamespace) -> SimpleNamespace:
     def routed_backward(xk, z, routes, coef, M, act):
         return lib.structured_backward(*xk.arrays, z, routes, coef, M, act)
 
-    def routed_step(xk, W, routes, margin_scale, act, loss=lib.MARGIN_LOSS_CODES["logistic"]):
-        return lib.structured_step(*xk.arrays, W, routes, margin_scale, act, loss)
+    def routed_step(xk, W, routes, margin_scale, act, loss=lib.MARGIN_LOSS_CODES["logistic"], readout=None):
+        return lib.structured_step(*xk.arrays, W, routes, margin_scale, act, loss, readout)
 
     def dense_forward(xk, W, act):
         return lib.structured_dense_forward(*xk.arrays, W, act)

@@ -225,12 +225,19 @@ def structured_backward(signals, offset, signal_index, signal_scale, noise, z, r
     return *structure, z, routes, _per_sample(coef, "coef", n), M, _act(act)
 
 
-def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss):
+def structured_step(
+    signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss, readout=None
+):
     *structure, W = _structure(signals, offset, signal_index, signal_scale, noise, W)
-    n = structure[-1].shape[0]
+    n, J = structure[-1].shape[0], W.shape[1]
     routes = validate.index_array(routes, "routes", n, W.shape[0])
     margin_scale = _per_sample(margin_scale, "margin_scale", n)
-    return *structure, W, routes, margin_scale, _act(act), validate.code(loss, "loss", MARGIN_LOSS_CODES)
+    if readout is None:
+        readout = np.ones(J)
+    readout = validate.array(readout, "readout", ndim=1, labels="(J,)")
+    validate.same_shape("readout", readout, (J,), f"(J,) with J = {J} from W")
+    loss = validate.code(loss, "loss", MARGIN_LOSS_CODES)
+    return *structure, W, routes, margin_scale, _act(act), loss, readout
 
 
 def structured_dense_forward(signals, offset, signal_index, signal_scale, noise, W, act):

@@ -158,6 +158,21 @@ def _expert_on_sample(x, i, W, m, zrow, act):
 
 
 @njit(cache=True, inline="always")
+def _sigma_and_prime(z, code):
+    """(σ(z), σ'(z)) with one transcendental call where they share it (tanh, GELU, CELU)."""
+    if code == 5:
+        t = math.tanh(z)
+        return t, 1.0 - t * t
+    if code == 4:
+        half = 0.5 * (1.0 + math.erf(z * _SQRT_HALF))
+        return z * half, half + z * _INV_SQRT_2PI * math.exp(-0.5 * z * z)
+    if code == 3 and z <= 0:
+        e = math.expm1(z)
+        return e, e + 1.0
+    return _sigma(z, code), _sigma_prime(z, code)
+
+
+@njit(cache=True, inline="always")
 def _slopes(z, scale, act, g):
     """g (P, J) = scale · σ'(z): the per-patch, per-filter coefficients of sample i's term of (E.2)."""
     for p in range(z.shape[0]):

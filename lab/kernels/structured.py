@@ -18,8 +18,11 @@ number of chunks that depends on n only, each chunk reduced into its own buffers
 are added in chunk order. z (n, S + Q, J) lists the signal patches first, then the noise patches.
 The names in `__all__` are Python entry points that check their arguments with `lab.kernels._checks`
 (the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`.
-The jitted loops inline `_sigma`, `_slopes` and `_expert_on_sample` of `lab.kernels.routed`; Numba's
-cache does not follow that import, so after editing them delete `lab/kernels/__pycache__/*.nb*`.
+The fused step's readout weights a_j (3.1) let one pass serve the two half-logits of a non-odd σ,
+and it evaluates σ and σ' together (`_sigma_and_prime`: one tanh, erf or expm1 call for both).
+The jitted loops inline `_sigma`, `_sigma_prime`, `_sigma_and_prime`, `_slopes` and
+`_expert_on_sample` of `lab.kernels.routed`; Numba's cache does not follow that import, so after
+editing them delete `lab/kernels/__pycache__/*.nb*`.
 The tile helpers here are plain calls, not Numba-inlined: LLVM inlines them anyway, and Numba's own
 inlining of them doubled the compile time (about 2 min per dtype on the loaded 2-core machine).
 """
@@ -33,7 +36,7 @@ from numba import njit, prange
 
 from lab.kernels import _checks
 from lab.kernels._checks import MARGIN_LOSS_CODES
-from lab.kernels.routed import _expert_on_sample, _reduction_chunks, _sigma, _slopes
+from lab.kernels.routed import _expert_on_sample, _sigma, _sigma_and_prime, _sigma_prime, _slopes
 from lab.kernels.structured_numpy import signal_gradient, signal_products
 
 __all__ = [
@@ -45,6 +48,7 @@ __all__ = [
 ]
 
 TILE = 4  # samples of one expert per tile
+CHUNKS = 16  # reduction chunks at most, each of ≥ 1,024 samples: fewer (M, J, d) buffers to zero and add
 BLOCK = 256  # consecutive samples grouped by expert together (their noise patches fit in L2)
 
 
@@ -142,6 +146,32 @@ def _tile_gradient(index, scale, noise, i0, i1, i2, i3, gtile, grad, A, B):
                 B[j] += gtile[a, t, j]
 
 
+@njit(cache=True, inline="always")
+def _readout_and_primes(z, readout, act):
+    """Σ_{p,j} a_j σ(z_{p,j}) (3.1) with a = readout, and z (P, J) overwritten with σ'(z): one
+    transcendental call for both where σ and σ' share it (codes ≥ 3), else two vectorised loops."""
+    total = 0.0
+    if act >= 3:
+        for p in range(z.shape[0]):
+            for j in range(z.shape[1]):
+                value, z[p, j] = _sigma_and_prime(z[p, j], act)
+                total += readout[j] * value
+        return total
+    for p in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            total += readout[j] * _sigma(z[p, j], act)
+    for p in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            z[p, j] = _sigma_prime(z[p, j], act)
+    return total
+
+
+@njit(cache=True)
+def _chunks(n):
+    """Reduction chunks for n samples: a function of n only (each chunk holds an (M, J, d) buffer)."""
+    return max(1, min(CHUNKS, n // 1024))
+
+
 @njit(cache=True)
 def _logistic_slope(margin):
     """ℓ'(margin) = −1 / (1 + e^{margin}) of (3.3), without overflow."""
@@ -196,7 +226,7 @@ def _structured_forward(G, b, index, scale, noise, W, order, tiles, act):
     z = np.empty((n, P, J), dtype=noise.dtype)
     f = np.empty(n, dtype=noise.dtype)
     T = tiles.shape[0]
-    chunks = _reduction_chunks(n)
+    chunks = _chunks(n)
     for c in prange(chunks):
         ztile = np.empty((TILE, P, J), dtype=noise.dtype)
         for t in range(c * T // chunks, (c + 1) * T // chunks):
@@ -219,7 +249,7 @@ def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act):
     n, d = noise.shape[0], noise.shape[2]
     P, J = z.shape[1], z.shape[2]
     T = tiles.shape[0]
-    chunks = _reduction_chunks(n)
+    chunks = _chunks(n)
     buffers = np.zeros((chunks, M, J, d), dtype=noise.dtype)
     A = np.zeros((chunks, M, R, J), dtype=noise.dtype)
     B = np.zeros((chunks, M, J), dtype=noise.dtype)
@@ -238,13 +268,13 @@ def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act):
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def _structured_step(G, b, index, scale, noise, W, order, tiles, margin_scale, act, loss):
+def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss):
     """Fused forward and backward of mean_i loss(s_i f_{m_i}(x_i)) (3.3), tile by tile (E.2)."""
     n, d = noise.shape[0], noise.shape[2]
     P, M, J, R = index.shape[1] + noise.shape[1], W.shape[0], W.shape[1], G.shape[1]
     T = tiles.shape[0]
     f = np.empty(n, dtype=noise.dtype)
-    chunks = _reduction_chunks(n)
+    chunks = _chunks(n)
     buffers = np.zeros((chunks, M, J, d), dtype=noise.dtype)
     A = np.zeros((chunks, M, R, J), dtype=noise.dtype)
     B = np.zeros((chunks, M, J), dtype=noise.dtype)
@@ -256,13 +286,11 @@ def _structured_step(G, b, index, scale, noise, W, order, tiles, margin_scale, a
             for a in range(TILE):
                 if a < count:
                     i = order[tiles[t, 0] + a]
-                    total = 0.0
+                    f[i] = _readout_and_primes(ztile[a], readout, act)
+                    coef = _margin_slope(margin_scale[i] * f[i], loss) * margin_scale[i] / n
                     for p in range(P):
                         for j in range(J):
-                            total += _sigma(ztile[a, p, j], act)
-                    f[i] = total
-                    slope = _margin_slope(margin_scale[i] * total, loss)
-                    _slopes(ztile[a], slope * margin_scale[i] / n, act, ztile[a])
+                            ztile[a, p, j] *= coef * readout[j]
                 else:
                     ztile[a] = 0.0  # a repeated sample: computed, never counted
             _tile_gradient(index, scale, noise, i0, i1, i2, i3, ztile, buffers[c, m], A[c, m], B[c, m])
@@ -326,16 +354,21 @@ def structured_backward(signals, offset, signal_index, signal_scale, noise, z, r
     return _in_order(buffers, signals, offset, A, B)
 
 
-def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss):
-    """f (n,) and ∇_W of mean_i loss(s_i f_i) (3.3) by (E.2), loss by `MARGIN_LOSS_CODES`, in one pass."""
+def structured_step(
+    signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss, readout=None
+):
+    """f (n,) with f_m = Σ_j a_j Σ_p σ(z_{p,j}) (3.1), a = `readout` (all 1 if None), and ∇_W of
+    mean_i loss(s_i f_i) (3.3) by (E.2), loss by `MARGIN_LOSS_CODES`, in one pass."""
     args = _checks.structured_step(
-        signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss
+        signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss, readout
     )
-    signals, offset, index, scale, noise, W, routes, margin_scale, act, loss = args
+    signals, offset, index, scale, noise, W, routes, margin_scale, act, loss, readout = args
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
-    margin_scale = np.ascontiguousarray(margin_scale, dtype=noise.dtype)
+    margin_scale, readout = (np.ascontiguousarray(a, dtype=noise.dtype) for a in (margin_scale, readout))
     order, tiles = _tiles(routes, W.shape[0], BLOCK)
-    f, buffers, A, B = _structured_step(G, b, index, scale, noise, W, order, tiles, margin_scale, act, loss)
+    f, buffers, A, B = _structured_step(
+        G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss
+    )
     return f, _in_order(buffers, signals, offset, A, B)
 
 

@@ -101,15 +101,21 @@ def margin_slope(margin: np.ndarray, loss: int) -> np.ndarray:
     return logistic_loss_derivative(t) * 0.5 * (1.0 - t * t)
 
 
-def structured_step(signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss):
-    """Twin of `kernels.structured_step`: f and ∇_W of mean_i loss(s_i f_i) (3.3) by (E.2)."""
+def structured_step(
+    signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss, readout=None
+):
+    """Twin of `kernels.structured_step`: f = Σ_j a_j Σ_p σ(z_{p,j}) and ∇_W of mean_i loss(s_i f_i)
+    (3.3) by (E.2), a = `readout` (all 1 if None)."""
     args = _checks.structured_step(
-        signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss
+        signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss, readout
     )
-    signals, offset, index, scale, noise, W, routes, margin_scale, act, loss = args
-    f, z = structured_forward(signals, offset, index, scale, noise, W, routes, act)
+    signals, offset, index, scale, noise, W, routes, margin_scale, act, loss, readout = args
+    _, z = structured_forward(signals, offset, index, scale, noise, W, routes, act)
+    sigma, _ = ACTIVATIONS[_NAMES[act]]
+    f = (sigma(z).sum(axis=1) @ readout.astype(noise.dtype)).astype(noise.dtype)
     coef = margin_slope(margin_scale * f, loss) * margin_scale / noise.shape[0]
-    return f, structured_backward(signals, offset, index, scale, noise, z, routes, coef, W.shape[0], act)
+    grad = structured_backward(signals, offset, index, scale, noise, z, routes, coef, W.shape[0], act)
+    return f, (grad * readout[None, :, None]).astype(noise.dtype)
 
 
 def structured_dense_forward(signals, offset, signal_index, signal_scale, noise, W, act):

@@ -11,7 +11,7 @@ from lab.chen2022 import data, structured, training
 from lab.chen2022.baselines import single_config
 from lab.chen2022.plan import resolve
 from lab.kernels import backend
-from lab.kernels.activations import ACTIVATION_CODES
+from lab.kernels.activations import ACTIVATION_CODES, ACTIVATIONS
 from lab.kernels.structured_numpy import MARGIN_LOSS_CODES, margin_slope
 
 LIBS = {name: backend(name) for name in ("numba", "numpy")}
@@ -48,8 +48,9 @@ def _dense_x(signals, offset, index, scale, noise):
     return np.concatenate([scale[:, :, None] * signals[index] + offset, noise], axis=1)
 
 
-def _kernel_disagreements(lib, arrays, W, routes, coef, act, rtol, loss=0):
-    """Compare every structured kernel of `lib` with the dense NumPy twin on the rebuilt x."""
+def _kernel_disagreements(lib, arrays, W, routes, coef, act, rtol, loss=0, readout=None):
+    """Compare every structured kernel of `lib` with the dense NumPy twin on the rebuilt x; the fused
+    step with the readout weights a_j (all 1 if None) against Σ_j a_j σ(z_j) and a_j times ∇ of z_j."""
     x, W64, coef64 = _dense_x(*arrays), W.astype(np.float64), coef.astype(np.float64)
     M = W.shape[0]
     f, z = lib.structured_forward(*arrays, W, routes, act)
@@ -59,11 +60,11 @@ def _kernel_disagreements(lib, arrays, W, routes, coef, act, rtol, loss=0):
     assert_agree(f, f_ref, rtol, "f")
     grad = lib.structured_backward(*arrays, z, routes, coef, M, act)
     assert_agree(grad, dense.routed_backward(x, z_ref, routes, coef64, M, act), rtol, "backward")
-    f_step, grad_step = lib.structured_step(*arrays, W, routes, coef, act, loss)
-    f_step_ref, grad_step_ref = dense.routed_step(x, W64, routes, coef64, act)
-    if loss:  # the double softmax: its slope (3.3) into the dense backward
-        slope = margin_slope(coef64 * f_ref, loss) * coef64 / len(routes)
-        grad_step_ref = dense.routed_backward(x, z_ref, routes, slope, M, act)
+    f_step, grad_step = lib.structured_step(*arrays, W, routes, coef, act, loss, readout)
+    a = np.ones(W.shape[1]) if readout is None else np.asarray(readout, dtype=np.float64)
+    f_step_ref = list(ACTIVATIONS.values())[act][0](z_ref).sum(axis=1) @ a
+    slope = margin_slope(coef64 * f_step_ref, loss) * coef64 / len(routes)
+    grad_step_ref = dense.routed_backward(x, z_ref, routes, slope, M, act) * a[None, :, None]
     assert_agree(f_step, f_step_ref, rtol, "step f")
     assert_agree(grad_step, grad_step_ref, rtol, "step gradient")
     assert_agree(
@@ -87,12 +88,20 @@ kernel_cases = dict(
 )
 
 
-@given(**kernel_cases, loss=st.sampled_from(sorted(MARGIN_LOSS_CODES.values())))
-def test_structured_kernels_agree_with_the_dense_path(seed, n, S, Q, R, d, M, J, bias, act, lib, dtype, loss):
+@given(
+    **kernel_cases,
+    loss=st.sampled_from(sorted(MARGIN_LOSS_CODES.values())),
+    signed_readout=st.booleans(),
+)
+def test_structured_kernels_agree_with_the_dense_path(
+    seed, n, S, Q, R, d, M, J, bias, act, lib, dtype, loss, signed_readout
+):
     if S + Q == 0:
         S = 1
     arrays, W, routes, coef = _problem(seed, n, S, Q, R, d, M, J, bias, dtype)
-    _kernel_disagreements(LIBS[lib], arrays, W, routes, coef, ACTIVATION_CODES[act], TOL[dtype], loss)
+    readout = np.where(np.arange(J) < J // 2, -1.0, 1.0) if signed_readout else None
+    code = ACTIVATION_CODES[act]
+    _kernel_disagreements(LIBS[lib], arrays, W, routes, coef, code, TOL[dtype], loss, readout)
 
 
 @given(**kernel_cases)
@@ -218,11 +227,22 @@ def test_the_step_check_catches_a_signal_index_off_by_one():
         _step_disagreements(dense_batch, wrong_batch, cfg, structured_cfg, W * 30, Theta, 1e-9)
 
 
+TINY_STEP = (  # structure (R = 8, d = 6, n = 5, S = 2, Q = 1), W (M = 2, J = 3), routes, margin scale
+    *(np.zeros((8, 6)), np.zeros(6), np.zeros((5, 2), dtype=int), np.zeros((5, 2)), np.zeros((5, 1, 6))),
+    *(np.zeros((2, 3, 6)), np.zeros(5, dtype=int), np.ones(5)),
+)
+
+
 @pytest.mark.parametrize("lib", sorted(LIBS))
 def test_an_unknown_loss_code_is_refused_on_both_backends(lib):
-    args = (np.zeros((8, 6)), np.zeros(6), np.zeros((5, 2), dtype=int), np.zeros((5, 2)), np.zeros((5, 1, 6)))
     with pytest.raises(ValueError, match=r"^loss must be one of 0 \(logistic\), 1 \(double-softmax-ce\)"):
-        LIBS[lib].structured_step(*args, np.zeros((2, 3, 6)), np.zeros(5, dtype=int), np.ones(5), 0, 2)
+        LIBS[lib].structured_step(*TINY_STEP, 0, 2)
+
+
+@pytest.mark.parametrize("lib", sorted(LIBS))
+def test_a_readout_of_the_wrong_length_is_refused_on_both_backends(lib):
+    with pytest.raises(ValueError, match=r"^readout must have shape \(J,\) with J = 3 from W, i\.e\. \(3,\)"):
+        LIBS[lib].structured_step(*TINY_STEP, 0, 0, np.ones(4))
 
 
 @pytest.mark.parametrize("lib", sorted(LIBS))
