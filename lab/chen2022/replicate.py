@@ -31,7 +31,7 @@ from lab.chen2022.metrics import (
     professions,
 )
 from lab.chen2022.tables import MODELS, MOE_DEFAULTS, TARGET_HELP, TARGETS, Cell
-from lab.chen2022.training import evaluate, prepare, train, variant_config
+from lab.chen2022.training import DTYPES, evaluate, prepare, train, variant_config
 from lab.core import plots
 from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
@@ -44,7 +44,6 @@ TIER_SIZES = {"full": (16_000, 16_000), "quick": (2_000, 2_000)}  # (train, test
 VARIANTS = ("paper", "reference-code")
 CURVE_THINNING, CURVE_DECIMALS = 10, 4  # Figs 5–6 curves: every 10th record (100 steps), 4 decimals
 ARITHMETIC = ("structured", "dense")  # the experts' kernels: Def. 3.1's structure, or the dense reference
-DTYPES = ("float64", "float32")
 
 
 def target_settings(target: str) -> tuple[int, ...]:
@@ -253,9 +252,9 @@ def load_or_run(config: dict, runs_dir: Path, progress: bool, keep_stale: bool =
     return record, False
 
 
-def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
-    """Expand the target, load finished runs, run the rest; returns (configs, records)."""
-    configs = expand(
+def target_configs(target: str, args) -> list[dict]:
+    """The run configs of `target` for `replicate`'s parsed arguments (`expand`)."""
+    return expand(
         target,
         list(args.settings),
         args.seeds,
@@ -265,9 +264,15 @@ def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
         args.dtype,
         args.arithmetic,
     )
+
+
+def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
+    """Expand the target, load finished runs, run the rest; returns (configs, records)."""
+    configs = target_configs(target, args)
     runs_dir = Path(args.out) / "runs"
     records = []
-    with Progress(len(configs), target, enabled=not args.quiet, lines=True, unit="run") as bar:
+    shown = not args.quiet and getattr(args, "jobs", 1) == 1  # `--jobs` showed its training already
+    with Progress(len(configs), target, enabled=shown, lines=True, unit="run") as bar:
         for config in configs:
             record, cached = load_or_run(config, runs_dir, not args.quiet, args.keep_stale)
             records.append(record)

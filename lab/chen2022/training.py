@@ -246,8 +246,8 @@ class TrainResult:
     seconds: float
     stopped_early: bool
     plan: Plan  # the options the run was resolved into (and is evaluated with)
+    max_sum_theta_ratio: float  # max over steps of ‖Θ·1‖ / ‖Θ‖ (Lemma E.1: 0 for the softmax gate)
     history: dict[str, list] = field(default_factory=dict)
-    max_sum_theta_ratio: float = 0.0
     last_routes: np.ndarray | None = None  # the routes and router outputs of the last training step
     last_h: np.ndarray | None = None
 

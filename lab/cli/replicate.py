@@ -103,16 +103,7 @@ def train_in_parallel(args: argparse.Namespace) -> None:
 
     configs = {}
     for target in (t for t in args.targets if t in chen.TARGETS):
-        for config in chen.expand(
-            target,
-            list(args.settings),
-            args.seeds,
-            args.seed,
-            args.variant,
-            args.tier,
-            args.dtype,
-            args.arithmetic,
-        ):
+        for config in chen.target_configs(target, args):
             configs[chen.run_key(config)] = config
     if not configs:
         return
