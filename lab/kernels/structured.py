@@ -20,6 +20,9 @@ The names in `__all__` are Python entry points that check their arguments with `
 (the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`.
 The fused step's readout weights a_j (3.1) let one pass serve the two half-logits of a non-odd σ,
 and it evaluates σ and σ' together (`_sigma_and_prime`: one tanh, erf or expm1 call for both).
+For the cubic σ the signal patches need no per-filter work at all: Σ_j a_j (s G_{r,j} + b_j)³ is a
+cubic in s with coefficients per (expert, signal), and their terms of (E.2) follow from four sums
+Σ coef·s^k per (expert, signal) (`_structured_step_cubic`, `cubic_signal_sums`).
 The jitted loops inline `_sigma`, `_sigma_prime`, `_sigma_and_prime`, `_slopes` and
 `_expert_on_sample` of `lab.kernels.routed`; Numba's cache does not follow that import, so after
 editing them delete `lab/kernels/__pycache__/*.nb*`.
@@ -36,8 +39,14 @@ from numba import njit, prange
 
 from lab.kernels import _checks
 from lab.kernels._checks import MARGIN_LOSS_CODES
+from lab.kernels.activations import ACTIVATION_CODES
 from lab.kernels.routed import _expert_on_sample, _sigma, _sigma_and_prime, _sigma_prime, _slopes
-from lab.kernels.structured_numpy import signal_gradient, signal_products
+from lab.kernels.structured_numpy import (
+    cubic_signal_scalars,
+    cubic_signal_sums,
+    signal_gradient,
+    signal_products,
+)
 
 __all__ = [
     "MARGIN_LOSS_CODES",
@@ -47,6 +56,7 @@ __all__ = [
     "structured_step",
 ]
 
+CUBIC = ACTIVATION_CODES["cubic"]
 TILE = 4  # samples of one expert per tile
 CHUNKS = 16  # reduction chunks at most, each of ≥ 1,024 samples: fewer (M, J, d) buffers to zero and add
 BLOCK = 256  # consecutive samples grouped by expert together (their noise patches fit in L2)
@@ -73,9 +83,9 @@ def _tile_rows(order, tiles, t):
 
 
 @njit(cache=True)
-def _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile):
-    """ztile[a] (S + Q, J) = the pre-activations of sample i_a under expert m; noise by 4 × 2 tiles."""
-    S, Q, d, J = index.shape[1], noise.shape[1], noise.shape[2], W.shape[1]
+def _tile_noise_z(noise, i0, i1, i2, i3, W, m, S, ztile):
+    """ztile[a, S:] (Q, J) = the noise patches' pre-activations of sample i_a under expert m, 4 × 2 tiles."""
+    Q, d, J = noise.shape[1], noise.shape[2], W.shape[1]
     for q in range(Q):
         x0, x1, x2, x3 = noise[i0, q], noise[i1, q], noise[i2, q], noise[i3, q]
         p = S + q
@@ -109,6 +119,12 @@ def _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile):
                 s3 += u[k] * x3[k]
             ztile[0, p, j], ztile[1, p, j], ztile[2, p, j], ztile[3, p, j] = s0, s1, s2, s3
             j += 1
+
+
+@njit(cache=True)
+def _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile):
+    """ztile[a] (S + Q, J) = the pre-activations of sample i_a under expert m; noise by 4 × 2 tiles."""
+    _tile_noise_z(noise, i0, i1, i2, i3, W, m, index.shape[1], ztile)
     _signal_z(G, b, index, scale, i0, m, ztile[0])
     _signal_z(G, b, index, scale, i1, m, ztile[1])
     _signal_z(G, b, index, scale, i2, m, ztile[2])
@@ -116,9 +132,9 @@ def _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile):
 
 
 @njit(cache=True)
-def _tile_gradient(index, scale, noise, i0, i1, i2, i3, gtile, grad, A, B):
-    """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q} by 4 × 2 tiles; the signal scalars A (R, J), B (J,)."""
-    S, Q, d, J = index.shape[1], noise.shape[1], noise.shape[2], gtile.shape[2]
+def _tile_noise_gradient(noise, i0, i1, i2, i3, S, gtile, grad):
+    """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q}: the noise patches' terms of (E.2), 4 × 2 tiles."""
+    Q, d, J = noise.shape[1], noise.shape[2], gtile.shape[2]
     for q in range(Q):
         x0, x1, x2, x3 = noise[i0, q], noise[i1, q], noise[i2, q], noise[i3, q]
         p = S + q
@@ -138,6 +154,13 @@ def _tile_gradient(index, scale, noise, i0, i1, i2, i3, gtile, grad, A, B):
             for k in range(d):
                 r0[k] += a0 * x0[k] + a1 * x1[k] + a2 * x2[k] + a3 * x3[k]
             j += 1
+
+
+@njit(cache=True)
+def _tile_gradient(index, scale, noise, i0, i1, i2, i3, gtile, grad, A, B):
+    """grad (J, d) += the noise terms (`_tile_noise_gradient`); the signal scalars A (R, J), B (J,)."""
+    S, J = index.shape[1], gtile.shape[2]
+    _tile_noise_gradient(noise, i0, i1, i2, i3, S, gtile, grad)
     for a, i in enumerate((i0, i1, i2, i3)):
         for t in range(S):
             r, s = index[i, t], scale[i, t]
@@ -298,6 +321,52 @@ def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin
 
 
 @njit(cache=True, parallel=True, fastmath=True)
+def _structured_step_cubic(C, index, scale, noise, W, readout, order, tiles, margin_scale, loss):
+    """`_structured_step` for σ(z) = z³ with the signal patches in closed form: patch (s, r) adds
+    ((C₃s + 3C₂)s + 3C₁)s + C₀ to f (C = `cubic_signal_sums`), and coef·s^k to the sums S_k, k ≤ 3,
+    of its (expert, signal), from which `cubic_signal_scalars` gives A and B of (E.2)."""
+    n, d = noise.shape[0], noise.shape[2]
+    S, M, J, R = index.shape[1], W.shape[0], W.shape[1], C.shape[1]
+    P, T = S + noise.shape[1], tiles.shape[0]
+    f = np.empty(n, dtype=noise.dtype)
+    chunks = _chunks(n)
+    buffers = np.zeros((chunks, M, J, d), dtype=noise.dtype)
+    sums = np.zeros((chunks, M, R, 4), dtype=noise.dtype)
+    for c in prange(chunks):
+        ztile = np.empty((TILE, P, J), dtype=noise.dtype)
+        for t in range(c * T // chunks, (c + 1) * T // chunks):
+            m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
+            _tile_noise_z(noise, i0, i1, i2, i3, W, m, S, ztile)
+            for a in range(TILE):
+                if a < count:
+                    i = order[tiles[t, 0] + a]
+                    total = 0.0
+                    for p in range(S, P):
+                        for j in range(J):
+                            v = ztile[a, p, j]
+                            total += readout[j] * (v * v * v)
+                    for u in range(S):
+                        r, s = index[i, u], scale[i, u]
+                        total += ((C[m, r, 3] * s + 3.0 * C[m, r, 2]) * s + 3.0 * C[m, r, 1]) * s + C[m, r, 0]
+                    f[i] = total
+                    coef = _margin_slope(margin_scale[i] * total, loss) * margin_scale[i] / n
+                    for p in range(S, P):
+                        for j in range(J):
+                            v = ztile[a, p, j]
+                            ztile[a, p, j] = 3.0 * v * v * coef * readout[j]
+                    for u in range(S):
+                        r, s = index[i, u], scale[i, u]
+                        sums[c, m, r, 0] += coef
+                        sums[c, m, r, 1] += coef * s
+                        sums[c, m, r, 2] += coef * s * s
+                        sums[c, m, r, 3] += coef * s * s * s
+                else:
+                    ztile[a] = 0.0  # a repeated sample: computed, never counted
+            _tile_noise_gradient(noise, i0, i1, i2, i3, S, ztile, buffers[c, m])
+    return f, buffers, sums
+
+
+@njit(cache=True, parallel=True, fastmath=True)
 def _structured_dense_forward(G, b, index, scale, noise, W, act):
     """Every expert on every sample, f_m(x_i) (3.1), shape (n, M), from the structure."""
     n, M, J = noise.shape[0], W.shape[0], W.shape[1]
@@ -327,10 +396,11 @@ def _prepared(signals, offset, index, scale, noise, W):
 
 
 def _in_order(buffers, signals, offset, A, B):
-    """∇W of (E.2): the chunks' noise sums and signal scalars added in chunk order (serial NumPy, small)."""
+    """∇W of (E.2): the chunks' noise sums added in chunk order, and the signal part from the
+    scalars A (M, R, J), B (M, J) (serial NumPy, small)."""
     dtype = buffers.dtype
     signals, offset = signals.astype(dtype, copy=False), offset.astype(dtype, copy=False)
-    return buffers.sum(axis=0) + signal_gradient(signals, offset, A.sum(axis=0), B.sum(axis=0))
+    return buffers.sum(axis=0) + signal_gradient(signals, offset, A, B)
 
 
 def structured_forward(signals, offset, signal_index, signal_scale, noise, W, routes, act):
@@ -351,7 +421,7 @@ def structured_backward(signals, offset, signal_index, signal_scale, noise, z, r
     index = np.ascontiguousarray(index, dtype=np.int64)
     order, tiles = _tiles(routes, M, BLOCK)
     buffers, A, B = _structured_backward(signals.shape[0], index, scale, noise, z, order, tiles, coef, M, act)
-    return _in_order(buffers, signals, offset, A, B)
+    return _in_order(buffers, signals, offset, A.sum(axis=0), B.sum(axis=0))
 
 
 def structured_step(
@@ -366,9 +436,17 @@ def structured_step(
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
     margin_scale, readout = (np.ascontiguousarray(a, dtype=noise.dtype) for a in (margin_scale, readout))
     order, tiles = _tiles(routes, W.shape[0], BLOCK)
-    f, buffers, A, B = _structured_step(
-        G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss
-    )
+    if act == CUBIC:
+        C = cubic_signal_sums(G, b, readout)
+        f, buffers, sums = _structured_step_cubic(
+            C, index, scale, noise, W, readout, order, tiles, margin_scale, loss
+        )
+        A, B = cubic_signal_scalars(G, b, readout, sums.sum(axis=0))
+    else:
+        f, buffers, A, B = _structured_step(
+            G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss
+        )
+        A, B = A.sum(axis=0), B.sum(axis=0)
     return f, _in_order(buffers, signals, offset, A, B)
 
 
