@@ -159,7 +159,9 @@ def _expert_on_sample(x, i, W, m, zrow, act):
 
 @njit(cache=True, inline="always")
 def _sigma_and_prime(z, code):
-    """(σ(z), σ'(z)) with one transcendental call where they share it (tanh, GELU, CELU)."""
+    """(σ(z), σ'(z)) with one transcendental call where they share it (tanh, GELU, CELU).
+
+    CELU's σ'(z) = e^z for z ≤ 0 comes as expm1(z) + 1: off by at most one rounding of 1 (1e-16)."""
     if code == 5:
         t = math.tanh(z)
         return t, 1.0 - t * t

@@ -43,27 +43,6 @@ def signal_gradient(signals, offset, A, B) -> np.ndarray:
     return np.einsum("mrj,rd->mjd", A, signals) + B[:, :, None] * offset
 
 
-def cubic_signal_sums(G: np.ndarray, b: np.ndarray, readout: np.ndarray) -> np.ndarray:
-    """C (M, R, 4), C_k = Σ_j a_j G_{m,r,j}^k b_{m,j}^{3−k}: Σ_j a_j (s G + b)³ = Σ_k binom(3, k) s^k C_k.
-
-    With it a signal patch s u_r + o adds a cubic in s to f (3.1), whatever the number of filters."""
-    k = np.arange(4)
-    powers = G[..., None] ** k * b[:, None, :, None] ** (3 - k)  # (M, R, J, 4)
-    return np.einsum("mrjk,j->mrk", powers, readout.astype(G.dtype, copy=False))
-
-
-def cubic_signal_scalars(G, b, readout, sums) -> tuple[np.ndarray, np.ndarray]:
-    """A (M, R, J), B (M, J) of (E.2) for σ = z³ from sums (M, R, 4) of coef·s^k over each expert's
-    signal patches of signal r: σ'(s G + b) = 3(s G + b)², so A = 3a(G²S₃ + 2Gb S₂ + b²S₁) and
-    B = 3a Σ_r (G²S₂ + 2Gb S₁ + b²S₀)."""
-    S0, S1, S2, S3 = (sums[:, :, k, None] for k in range(4))
-    bb = b[:, None, :]
-    three_a = 3.0 * readout.astype(G.dtype, copy=False)
-    A = three_a * (G * G * S3 + 2.0 * G * bb * S2 + bb * bb * S1)
-    B = three_a * (G * G * S2 + 2.0 * G * bb * S1 + bb * bb * S0).sum(axis=1)
-    return A, B
-
-
 def _signal_z(signals, offset, index, scale, W, routes):
     """z_{i,t,j} = s_{i,t} ⟨w_{m_i,j}, u_{r_{i,t}}⟩ + ⟨w_{m_i,j}, o⟩ for the S signal patches, (n, S, J)."""
     G, b = signal_products(signals, offset, W)
