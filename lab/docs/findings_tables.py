@@ -10,7 +10,7 @@ from lab.chen2022.tables import TARGETS
 from lab.chen2022.training import variant_config
 from lab.core.stats import clopper_pearson
 from lab.docs.dtype_comparison import LEVEL, paired_difference
-from lab.docs.evidence import cell_runs, full_tier, replication_evidence
+from lab.docs.evidence import cell_means, cell_runs, full_tier, replication_evidence
 from lab.docs.markdown import anchor, fixed, num, pct, table
 from lab.docs.replications_page import command
 from lab.docs.results import Results
@@ -93,8 +93,10 @@ def tables_10_11(results: Results) -> str:
         [
             anchor("tables-10-11"),
             "### Tables 10 and 11: identical init and plain GD",
-            "With every expert initialised the same (Table 10), all experts share one profession and the "
-            "MoE stays at the level of a single model, as the paper reports. In Table 11 normalized GD "
+            "The paper reports that with every expert initialised the same (Table 10) all experts share "
+            "one profession and the MoE stays at the level of a single model.",
+            same_init_levels(results),
+            "In Table 11 normalized GD "
             "succeeds with and without load balancing. Plain GD at the stated expert rate does not move "
             "the cubic experts at all (their gradients are of order σ0²), so only the router trains: "
             '"GD fails without load balancing" reproduces, but GD with load balancing fails too, against '
@@ -111,6 +113,27 @@ def tables_10_11(results: Results) -> str:
                 results, "table11", "reference-code", lambda c: True, command("table11", "reference-code")
             ),
         ]
+    )
+
+
+def same_init_levels(results: Results) -> str:
+    """Table 10's span of cell means (same-init MoEs) in each variant beside the paper's span."""
+    spans = []
+    for variant, how in (("paper", "the stated model"), ("reference-code", "the authors' code")):
+        rep = full_tier(results, "table10", variant)
+        cells = cell_means(rep) if rep is not None else []
+        if cells:
+            means, seeds = [c.mean for c in cells], min(c.seeds for c in cells)
+            spans.append(
+                f"{fixed(min(means), 1)}–{fixed(max(means), 1)} % under {how} "
+                f"({len(cells)} cells, {seeds}+ seeds each)"
+            )
+            papers = [c.paper for c in cells]
+    if not spans:
+        return ""
+    return (
+        f"The lab's same-init MoEs reach {' and '.join(spans)}, against the paper's "
+        f"{fixed(min(papers), 1)}–{fixed(max(papers), 1)} %."
     )
 
 
