@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -77,11 +80,20 @@ def run_replicate(args: argparse.Namespace) -> int:
     return max(targets[t].run(args) for t in args.targets)
 
 
-def _set_threads(threads: int) -> None:
-    """A worker's share of the cores for Numba's parallel kernels."""
+def _watch_parent(parent: int, poll: float = 1.0, leave: Callable[[int], object] = os._exit) -> None:
+    """Leave (exit status 1) once `parent` is no longer this process's parent: a worker whose
+    `replicate` was killed stops, instead of training on as an orphan."""
+    while os.getppid() == parent:
+        time.sleep(poll)
+    leave(1)
+
+
+def _start_worker(threads: int, parent: int) -> None:
+    """A worker's share of the cores for Numba's parallel kernels, and a watch on its parent."""
     import numba
 
     numba.set_num_threads(threads)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
 def _train(config: dict, runs_dir: Path, keep_stale: bool) -> tuple[dict, float, bool]:
@@ -121,7 +133,7 @@ def train_in_parallel(args: argparse.Namespace) -> None:
     spawn = multiprocessing.get_context("spawn")  # no fork of a process with Numba's thread pool
     with (
         ProcessPoolExecutor(
-            args.jobs, mp_context=spawn, initializer=_set_threads, initargs=(threads,)
+            args.jobs, mp_context=spawn, initializer=_start_worker, initargs=(threads, os.getpid())
         ) as pool,
         Progress(len(configs), "training", enabled=not args.quiet, lines=True, unit="run") as bar,
     ):
