@@ -126,7 +126,7 @@ def same_init_levels(results: Results) -> str:
             means, seeds = [c.mean for c in cells], min(c.seeds for c in cells)
             spans.append(
                 f"{fixed(min(means), 1)}–{fixed(max(means), 1)} % under {how} "
-                f"({len(cells)} cells, {seeds}+ seeds each)"
+                f"({len(cells)} cells, ≥ {seeds} seeds each)"
             )
             papers = [c.paper for c in cells]
     if not spans:
