@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from lab.cli.main import UsageError, nonnegative_int, positive_int
+from lab.cli.timing import Stopwatch, write_timing
 from lab.core import registry
 from lab.core.io import check_writable, check_writable_folder
 from lab.core.progress import Progress
@@ -60,6 +61,9 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--timing", metavar="PATH", help="write the invocation's wall and CPU time as JSON (results/timing/)"
+    )
+    parser.add_argument(
         "--keep-stale", action="store_true", help="reuse run files computed by other code, on purpose"
     )
     return run_replicate
@@ -73,11 +77,16 @@ def run_replicate(args: argparse.Namespace) -> int:
         known = ", ".join(sorted(targets)) or "none registered"
         raise UsageError(f"unknown replication target(s) {', '.join(unknown)}; known: {known}")
     check_writable_folder(args.out, "--out")
-    if args.json:
-        check_writable(args.json, "--json")
+    for path, what in ((args.json, "--json"), (args.timing, "--timing")):
+        if path:
+            check_writable(path, what)
+    stopwatch = Stopwatch.start(args.out)
     if args.jobs > 1:
         train_in_parallel(args)
-    return max(targets[t].run(args) for t in args.targets)
+    status = max(targets[t].run(args) for t in args.targets)
+    if args.timing:
+        write_timing(args.timing, stopwatch, args)
+    return status
 
 
 def _watch_parent(parent: int, poll: float = 1.0, leave: Callable[[int], object] = os._exit) -> None:
