@@ -244,16 +244,23 @@ TIMING_FIELDS: dict[str, type | tuple[type, ...]] = {
     "variant": str,
     "dtype": str,
     "seeds": int,
-    "seed": int,
-    "settings": list,
     "tier": str,
     "jobs": int,
     "cores": int,
     "run_files_at_start": int,
-    "run_files_at_end": int,
     "wall_seconds": (int, float),
     "cpu_seconds": (int, float),
     "code": str,
+    "runs": list,
+}
+TIMING_RUN_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "model": str,
+    "variant": str,
+    "setting": int,
+    "tier": str,
+    "activation": str,
+    "steps": int,
+    "seconds": (int, float),
 }
 
 
@@ -264,9 +271,14 @@ def load_timing(path: Path) -> dict[str, Any]:
         raise ResultsError(f"{path}: not a replicate timing (expected format {TIMING_FORMAT!r})")
     for key, kind in TIMING_FIELDS.items():
         _need(path, data, key, kind)
-    for key in ("wall_seconds", "cpu_seconds", "cores"):
+    for key in ("wall_seconds", "cpu_seconds", "cores", "jobs"):
         if not math.isfinite(data[key]) or data[key] <= 0:
             raise ResultsError(f"{path}: field {key!r} must be positive and finite, got {data[key]!r}")
+    for i, run in enumerate(data["runs"]):
+        for key, kind in TIMING_RUN_FIELDS.items():
+            _need(path, run, key, kind, f"run {i}: ")
+        if not math.isfinite(run["seconds"]) or run["seconds"] <= 0:
+            raise ResultsError(f"{path}: run {i}: field 'seconds' must be positive, got {run['seconds']!r}")
     return data
 
 

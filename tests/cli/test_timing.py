@@ -10,8 +10,10 @@ import pytest
 from lab.chen2022 import replicate as R
 from lab.chen2022.arithmetic_floor import run_flops
 from lab.cli.main import main
-from lab.docs.results import BenchSummary, Replication, Results, ResultsError, load_timing
-from lab.docs.timing_section import floor_minutes, timing_section
+from lab.cli.timing import TIMING_FORMAT
+from lab.docs.markdown import pct
+from lab.docs.results import BenchSummary, Results, ResultsError, load_timing
+from lab.docs.timing_section import breakdown_rows, floor_minutes, timing_section
 
 
 @pytest.fixture
@@ -26,16 +28,19 @@ def _replicate(out: Path, timing: Path) -> int:
     return main([*argv, "--out", str(out), "--timing", str(timing)])
 
 
-def test_a_timed_replicate_records_its_time_and_the_run_files_it_found(short_runs, tmp_path, capsys):
+def test_a_timed_replicate_records_its_time_and_the_runs_it_trained(short_runs, tmp_path, capsys):
     out, timing = tmp_path / "out", tmp_path / "timing.json"
     assert _replicate(out, timing) == 0
     first = load_timing(timing)
-    trained = len(R.expand("table1", [1], 1, tier="quick"))
-    assert (first["run_files_at_start"], first["run_files_at_end"]) == (0, trained)
+    configs = R.expand("table1", [1], 1, tier="quick")
+    assert first["run_files_at_start"] == 0 and len(first["runs"]) == len(configs)
+    assert sorted(r["model"] for r in first["runs"]) == sorted(c["model"] for c in configs)
+    assert all(r["steps"] == 12 and r["seconds"] > 0 for r in first["runs"])
     assert first["wall_seconds"] > 0 and first["cpu_seconds"] > 0 and first["code"] == R.run_code()
     assert first["command"].startswith("python -m lab replicate table1 --seeds 1 --seed 0 --settings 1 ")
     assert _replicate(out, timing) == 0  # again: every run reused, and the record says so
-    assert load_timing(timing)["run_files_at_start"] == trained
+    again = load_timing(timing)
+    assert again["run_files_at_start"] == len(configs) and again["runs"] == []
     capsys.readouterr()
 
 
@@ -49,9 +54,15 @@ def test_a_timing_path_that_cannot_be_written_stops_before_any_run(tmp_path, cap
 
 def test_a_damaged_timing_file_is_named(tmp_path):
     path = tmp_path / "t.json"
-    path.write_text(json.dumps({"format": "moe-lab replicate timing 1", "command": "x"}))
+    path.write_text(json.dumps({"format": TIMING_FORMAT, "command": "x"}))
     with pytest.raises(ResultsError, match=f"{path}: field 'targets' is missing"):
         load_timing(path)
+
+
+def _runs(seconds: float = 60.0) -> list[dict]:
+    """Two single CNNs of Table 1 at the full tier, 100 steps each."""
+    configs = [c for c in R.expand("table1", [1], 1) if c["model"].startswith("single")][:2]
+    return [c | {"steps": 100, "seconds": seconds} for c in configs]
 
 
 def _record(**fields) -> dict:
@@ -59,53 +70,50 @@ def _record(**fields) -> dict:
         "targets": ["table1", "table3"],
         "variant": "paper",
         "dtype": "float64",
-        "seeds": 1,
-        "seed": 0,
-        "settings": [1],
+        "seeds": 10,
         "tier": "full",
         "jobs": 2,
         "cores": 2,
         "command": "python -m lab replicate table1 table3 ...",
         "run_files_at_start": 0,
-        "run_files_at_end": 2,
         "wall_seconds": 600.0,
         "cpu_seconds": 1080.0,
         "code": "abc",
+        "runs": _runs(),
     } | fields
 
 
-def _results(record: dict, runs: list[dict]) -> Results:
-    payload = {"runs": runs, "config": {"train_sizes": [16_000, 16_000]}}
-    rep = Replication(Path("table1.json"), "table1", "paper", "full", payload, record["dtype"], "structured")
-    bench = BenchSummary(Path("summary.json"), {"dgemm_gflops": 50.0})
-    return Results({"records": []}, [rep], [bench], timing=[("t.json", record)])
+def _results(record: dict, dgemm: float | None = 50.0) -> Results:
+    bench = [BenchSummary(Path("summary.json"), {"dgemm_gflops": dgemm})]
+    return Results({"records": []}, [], bench, timing=[("t.json", record)])
 
 
-def _two_runs(code: str = "abc") -> list[dict]:
-    configs = [c for c in R.expand("table1", [1], 1) if c["model"].startswith("single")][:2]
-    return [c | {"steps": 100, "code": code} for c in configs]
-
-
-def test_the_floor_is_the_committed_runs_flop_at_the_dgemm_rate_of_every_core():
-    runs = _two_runs()
-    expected = sum(run_flops(r, 16_000) for r in runs) / (50e9 * 2) / 60
-    assert floor_minutes(_results(_record(), runs), _record()) == pytest.approx(expected)
+def test_the_floor_is_the_trained_runs_flop_at_the_dgemm_rate_of_every_core():
+    expected = sum(run_flops(r, 16_000) for r in _runs()) / (50e9 * 2) / 60
+    assert floor_minutes(_results(_record()), _record()) == pytest.approx(expected)
     record32 = _record(dtype="float32")  # SGEMM's rate taken as twice DGEMM's
-    assert floor_minutes(_results(record32, runs), record32) == pytest.approx(expected / 2)
+    assert floor_minutes(_results(record32), record32) == pytest.approx(expected / 2)
 
 
-def test_no_floor_from_runs_of_other_code_or_another_run_count():
-    assert floor_minutes(_results(_record(), _two_runs("other")), _record()) is None
-    three = _record(run_files_at_end=3)
-    assert floor_minutes(_results(three, _two_runs()), three) is None
+def test_no_floor_without_trained_runs_or_a_bench_rate():
+    assert floor_minutes(_results(_record(runs=[])), _record(runs=[])) is None
+    assert floor_minutes(_results(_record(), dgemm=None), _record()) is None
+
+
+def test_the_split_gives_each_models_rate_per_thread_against_the_reference():
+    rows = breakdown_rows(_results(_record()), "t.json", _record())
+    assert [row[1] for row in rows] == ["single (linear), 128 filters", "single (nonlinear), 128 filters"]
+    flops = run_flops(_runs()[1], 16_000)  # one run of 60 s on cores ÷ jobs = 1 thread
+    rate = flops / 60
+    assert rows[1][2:] == (1, "60", f"{flops / 1e12:.3g}", f"{rate / 1e9:.3g}", pct(rate / 50e9, 0))
 
 
 def test_the_target_is_judged_only_on_the_targets_invocation_from_an_empty_directory():
     def row(record: dict) -> str:
-        return timing_section(_results(record, _two_runs())).splitlines()[-1]
+        return timing_section(_results(record)).split("\n\n")[-2].splitlines()[-1]
 
-    assert row(_record(seeds=10)).endswith("| met |")
-    assert row(_record(seeds=10, wall_seconds=901.0)).endswith("| not met |")
-    assert row(_record(seeds=10, run_files_at_start=5)).endswith("| - |")
+    assert row(_record()).endswith("| met |")
+    assert row(_record(wall_seconds=901.0)).endswith("| not met |")
+    assert row(_record(run_files_at_start=5)).endswith("| - |")
     assert row(_record(seeds=1)).endswith("| - |")
-    assert "| 10.0 | 18.0 | 90 % |" in row(_record(seeds=10))
+    assert "| 2 | 10.0 | 18.0 | 90 % |" in row(_record())
