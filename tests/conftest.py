@@ -92,6 +92,7 @@ def replicate_args(tmp_path):
             jobs=1,
             quiet=True,
             keep_stale=False,
+            timing=None,
         )
         return argparse.Namespace(**(base | fields))
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from lab.cli.main import UsageError, nonnegative_int, positive_int
+from lab.cli.timing import Stopwatch, write_timing
 from lab.core import registry
 from lab.core.io import check_writable, check_writable_folder
 from lab.core.progress import Progress
@@ -57,6 +61,9 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--timing", metavar="PATH", help="write the invocation's wall and CPU time as JSON (results/timing/)"
+    )
+    parser.add_argument(
         "--keep-stale", action="store_true", help="reuse run files computed by other code, on purpose"
     )
     return run_replicate
@@ -70,18 +77,32 @@ def run_replicate(args: argparse.Namespace) -> int:
         known = ", ".join(sorted(targets)) or "none registered"
         raise UsageError(f"unknown replication target(s) {', '.join(unknown)}; known: {known}")
     check_writable_folder(args.out, "--out")
-    if args.json:
-        check_writable(args.json, "--json")
+    for path, what in ((args.json, "--json"), (args.timing, "--timing")):
+        if path:
+            check_writable(path, what)
+    stopwatch = Stopwatch.start(args.out)
     if args.jobs > 1:
         train_in_parallel(args)
-    return max(targets[t].run(args) for t in args.targets)
+    status = max(targets[t].run(args) for t in args.targets)
+    if args.timing:
+        write_timing(args.timing, stopwatch, args)
+    return status
 
 
-def _set_threads(threads: int) -> None:
-    """A worker's share of the cores for Numba's parallel kernels."""
+def _watch_parent(parent: int, poll: float = 1.0, leave: Callable[[int], object] = os._exit) -> None:
+    """Leave (exit status 1) once `parent` is no longer this process's parent: a worker whose
+    `replicate` was killed stops, instead of training on as an orphan."""
+    while os.getppid() == parent:
+        time.sleep(poll)
+    leave(1)
+
+
+def _start_worker(threads: int, parent: int) -> None:
+    """A worker's share of the cores for Numba's parallel kernels, and a watch on its parent."""
     import numba
 
     numba.set_num_threads(threads)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
 def _train(config: dict, runs_dir: Path, keep_stale: bool) -> tuple[dict, float, bool]:
@@ -112,7 +133,7 @@ def train_in_parallel(args: argparse.Namespace) -> None:
     spawn = multiprocessing.get_context("spawn")  # no fork of a process with Numba's thread pool
     with (
         ProcessPoolExecutor(
-            args.jobs, mp_context=spawn, initializer=_set_threads, initargs=(threads,)
+            args.jobs, mp_context=spawn, initializer=_start_worker, initargs=(threads, os.getpid())
         ) as pool,
         Progress(len(configs), "training", enabled=not args.quiet, lines=True, unit="run") as bar,
     ):

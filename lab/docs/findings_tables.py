@@ -118,6 +118,7 @@ def tables_10_11(results: Results) -> str:
 
 def same_init_levels(results: Results) -> str:
     """Table 10's span of cell means (same-init MoEs) in each variant beside the paper's span."""
+    papers = [paper[0] for cell in TARGETS["table10"] for paper in cell.paper.values()]
     spans = []
     for variant, how in (("paper", "the stated model"), ("reference-code", "the authors' code")):
         rep = full_tier(results, "table10", variant)
@@ -126,9 +127,8 @@ def same_init_levels(results: Results) -> str:
             means, seeds = [c.mean for c in cells], min(c.seeds for c in cells)
             spans.append(
                 f"{fixed(min(means), 1)}–{fixed(max(means), 1)} % under {how} "
-                f"({len(cells)} cells, {seeds}+ seeds each)"
+                f"({len(cells)} cells, ≥ {seeds} seeds each)"
             )
-            papers = [c.paper for c in cells]
     if not spans:
         return ""
     return (

@@ -98,16 +98,20 @@ The numbers in these pages are rendered from files committed under `results/`; n
 - `results/bench/summary.json`: one benchmark run, per kernel the times, GFLOP/s, the fraction of the
   one-thread DGEMM rate and the machine. Written by `nox -s bench` followed by
   `python -m lab bench-report --summary results/bench/summary.json`.
+- `results/timing/*.json`: the wall and CPU time of one `replicate` invocation and the run files its
+  `--out` held when it began, e.g. `python -m lab replicate table1 table3 --seeds 10 --jobs 2
+  --out /tmp/empty --timing results/timing/tables_1_3_float64.json` (a fresh `--out`, so every run
+  is trained).
 - `results/proof_chain/proof_chain.json`: the d study of Theorem 4.2's proof, one monitored run per
   (d, seed). Written by `python -m lab sweep run sweeps/proof_chain.toml` followed by
   `python -m lab sweep report sweeps/proof_chain.toml --out results/proof_chain`.
 
-Only the top-level JSON files of `results/replicate/` and `results/bench/` are read; Markdown and PNG
-files the commands write beside them are for people. After changing a results file, run
-`python -m lab docs` and commit the pages with it. `python -m lab docs --check` renders in memory
-and names every page that differs from a fresh render (exit 1); the test suite runs the same
-comparison, so a number edited by hand in `docs/` fails CI. A missing or damaged results file stops
-the render with one line naming it (exit 2)."""
+Only the top-level JSON files of `results/replicate/`, `results/bench/` and `results/timing/` are
+read; Markdown and PNG files the commands write beside them are for people. After changing a
+results file, run `python -m lab docs` and commit the pages with it. `python -m lab docs --check`
+renders in memory and names every page that differs from a fresh render (exit 1); the test suite
+runs the same comparison, so a number edited by hand in `docs/` fails CI. A missing or damaged
+results file stops the render with one line naming it (exit 2)."""
 
 
 def index_page(results: Results) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lab.docs.bench_targets import BENCH_TARGETS, target_rows
 from lab.docs.markdown import code, fixed, num, page, pct, table
 from lab.docs.results import BenchSummary, Results
+from lab.docs.timing_section import timing_section
 
 SUMMARY_COMMANDS = (
     "nox -s bench                                             # pytest-benchmark, saved under .benchmarks/\n"
@@ -160,4 +161,4 @@ def performance_page(results: Results) -> str:
             "**No benchmark summary committed yet** (`results/bench/` holds no summary). Run the two "
             "commands above on a quiet machine and commit `results/bench/summary.json`."
         )
-    return page("Performance", *parts)
+    return page("Performance", *parts, timing_section(results))

@@ -6,6 +6,7 @@ Layout of the results folder (default `results/`):
 - `replicate/*.json`: one file per replication run of `python -m lab replicate TARGET --json ...`
   (optional; `replicate/runs/`, `*.md` and `*.png` beside them are not read);
 - `bench/*.json`: benchmark summaries written by `python -m lab bench-report --summary ...` (optional);
+- `timing/*.json`: timings of `python -m lab replicate ... --timing PATH` invocations (optional);
 - `mutation/summary.json` and `mutation/mutants.json`: the mutation score of the checks and tests per
   module group, and every sampled mutant, written by `nox -s mutation` (optional, read together);
 - `proof_chain/proof_chain.json`: the report of the d study of Theorem 4.2's proof, written by
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.cli.bench_report import SUMMARY_FORMAT
+from lab.cli.timing import TIMING_FORMAT
 from lab.core.errors import InputError
 from lab.core.records import KINDS, VERDICTS
 
@@ -80,6 +82,7 @@ class Results:
     bench: list[BenchSummary] = field(default_factory=list)
     mutation: MutationRun | None = None
     proof_chain: dict[str, Any] | None = None
+    timing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (file name, record)
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -235,6 +238,50 @@ def _bench_measures(path: Path, bench: dict, where: str) -> None:
             )
 
 
+TIMING_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "command": str,
+    "targets": list,
+    "variant": str,
+    "dtype": str,
+    "seeds": int,
+    "tier": str,
+    "jobs": int,
+    "cores": int,
+    "run_files_at_start": int,
+    "wall_seconds": (int, float),
+    "cpu_seconds": (int, float),
+    "code": str,
+    "runs": list,
+}
+TIMING_RUN_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "model": str,
+    "variant": str,
+    "setting": int,
+    "tier": str,
+    "activation": str,
+    "steps": int,
+    "seconds": (int, float),
+}
+
+
+def load_timing(path: Path) -> dict[str, Any]:
+    """One timing record written by `python -m lab replicate ... --timing PATH`."""
+    data = _read_json(path)
+    if not isinstance(data, dict) or data.get("format") != TIMING_FORMAT:
+        raise ResultsError(f"{path}: not a replicate timing (expected format {TIMING_FORMAT!r})")
+    for key, kind in TIMING_FIELDS.items():
+        _need(path, data, key, kind)
+    for key in ("wall_seconds", "cpu_seconds", "cores", "jobs"):
+        if not math.isfinite(data[key]) or data[key] <= 0:
+            raise ResultsError(f"{path}: field {key!r} must be positive and finite, got {data[key]!r}")
+    for i, run in enumerate(data["runs"]):
+        for key, kind in TIMING_RUN_FIELDS.items():
+            _need(path, run, key, kind, f"run {i}: ")
+        if not math.isfinite(run["seconds"]) or run["seconds"] <= 0:
+            raise ResultsError(f"{path}: run {i}: field 'seconds' must be positive, got {run['seconds']!r}")
+    return data
+
+
 MUTATION_FORMAT = "moe-lab mutation summary 1"
 MUTATION_FIELDS = (
     "group",
@@ -337,4 +384,5 @@ def load_results(folder: str | Path) -> Results:
     replications = [load_replication(p) for p in sorted((root / "replicate").glob("*.json"))]
     bench = [load_bench(p) for p in sorted((root / "bench").glob("*.json"))]
     proof_chain = load_proof_chain(root / "proof_chain" / "proof_chain.json")
-    return Results(verify, replications, bench, load_mutation(root / "mutation"), proof_chain)
+    timing = [(p.name, load_timing(p)) for p in sorted((root / "timing").glob("*.json"))]
+    return Results(verify, replications, bench, load_mutation(root / "mutation"), proof_chain, timing)

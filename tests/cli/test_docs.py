@@ -403,8 +403,8 @@ def test_same_init_levels_give_each_variants_span_beside_the_papers(results):
         (results / "replicate" / f"{name}.json").write_text(json.dumps(payload))
     findings = render_all(results, SWEEPS)["findings.md"]
     assert (
-        "same-init MoEs reach 75.5–75.5 % under the stated model (6 cells, 2+ seeds each) and "
-        "95.5–95.5 % under the authors' code (6 cells, 2+ seeds each), against the paper's 70.9–80.0 %"
+        "same-init MoEs reach 75.5–75.5 % under the stated model (6 cells, ≥ 2 seeds each) and "
+        "95.5–95.5 % under the authors' code (6 cells, ≥ 2 seeds each), against the paper's 70.9–80.0 %"
     ) in findings
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 
 from lab.chen2022 import replicate as R
 from lab.cli.main import main
-from lab.cli.replicate import train_in_parallel
+from lab.cli.replicate import _watch_parent, train_in_parallel
 
 
 def test_runs_trained_in_parallel_equal_runs_trained_in_turn(monkeypatch, replicate_args, tmp_path):
@@ -25,6 +27,20 @@ def test_runs_trained_in_parallel_equal_runs_trained_in_turn(monkeypatch, replic
             k: v for k, v in again.items() if k != "seconds"
         }
         assert record["code"] == R.run_code()
+
+
+def test_a_worker_leaves_when_its_parent_is_gone():
+    left = []
+    _watch_parent(os.getppid() + 1, poll=0.0, leave=left.append)  # not our parent: as after a kill
+    assert left == [1]
+
+
+def test_a_worker_stays_while_its_parent_lives():
+    left = []
+    watch = threading.Thread(target=_watch_parent, args=(os.getppid(), 0.01, left.append), daemon=True)
+    watch.start()
+    watch.join(0.2)
+    assert watch.is_alive() and left == []
 
 
 def test_jobs_must_be_a_positive_integer(capsys):

@@ -1,0 +1,132 @@
+"""The performance page's replication timings (`results/timing/*.json`) beside their arithmetic floor."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from lab.chen2022.arithmetic_floor import run_flops
+from lab.chen2022.replicate import TIER_SIZES
+from lab.docs.markdown import code, fixed, num, pct, table
+from lab.docs.results import Results
+
+TARGET_MINUTES = 15.0
+TARGET_TABLES = ["table1", "table3"]
+
+TIMING_TEXT = f"""\
+### Replication wall time
+
+`python -m lab replicate ... --timing PATH` records one invocation: its command, wall and CPU time
+(the `--jobs` workers included), the cores, the code fingerprint, how many run files `--out` held
+when it began, and every run it trained with its steps and seconds; the records below are
+`results/timing/*.json`. The target is `replicate {" ".join(TARGET_TABLES)} --seeds 10` for the stated
+model from an empty run directory in at most {fixed(TARGET_MINUTES, 0)} min of wall time on 2 cores, in
+float64 and in float32.
+
+The arithmetic floor counts the dense products no structured step avoids
+(`lab.chen2022.arithmetic_floor`: the experts' noise patches forward and backward, an MoE router's two
+products) over every step of the runs the invocation trained, and divides the FLOP by the bench
+summary's one-thread DGEMM rate times the cores; in float32 by twice that rate (SGEMM's SIMD lanes
+hold twice as many numbers). The second table splits each record by model: the runs' own seconds
+(each run in a process with cores ÷ jobs threads) and the rate they reached, per thread, as a
+fraction of that reference rate."""
+
+
+def _rate(results: Results, dtype: str) -> float | None:
+    """The reference rate in FLOP/s per thread: one-thread DGEMM of the bench summary (×2 for float32)."""
+    rates = [s.payload["dgemm_gflops"] for s in results.bench if s.payload.get("dgemm_gflops")]
+    return rates[0] * 1e9 * (2 if dtype == "float32" else 1) if rates else None
+
+
+def _flops(run: dict[str, Any]) -> float:
+    return run_flops(run, TIER_SIZES[run["tier"]][0])
+
+
+def floor_minutes(results: Results, record: dict[str, Any]) -> float | None:
+    """The arithmetic floor of a timing record in minutes (None without a runs or a bench rate)."""
+    rate = _rate(results, record["dtype"])
+    if rate is None or not record["runs"]:
+        return None
+    return sum(_flops(run) for run in record["runs"]) / (rate * record["cores"]) / 60
+
+
+def target_status(record: dict[str, Any]) -> str:
+    """Met or not met when the record is the target's invocation, else `-`."""
+    is_target = (
+        record["targets"] == TARGET_TABLES
+        and (record["variant"], record["seeds"], record["tier"]) == ("paper", 10, "full")
+        and record["run_files_at_start"] == 0
+    )
+    if not is_target:
+        return "-"
+    return "met" if record["wall_seconds"] / 60 <= TARGET_MINUTES else "not met"
+
+
+def _model(run: dict[str, Any]) -> str:
+    if run["model"].startswith("single"):
+        return f"{run['model']}, {run['filters']} filters"
+    return f"{run['model']}, M = {run['M']}, J = {run['J']}"
+
+
+def breakdown_rows(results: Results, name: str, record: dict[str, Any]) -> list[tuple]:
+    """Per model of one record: runs, the runs' own seconds, FLOP, and the rate per thread."""
+    rate = _rate(results, record["dtype"])
+    threads = max(1, record["cores"] // record["jobs"])
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for run in record["runs"]:
+        groups[_model(run)].append(run)
+    rows = []
+    for model, runs in sorted(groups.items()):
+        seconds, flops = sum(r["seconds"] for r in runs), sum(_flops(r) for r in runs)
+        per_thread = flops / seconds / threads
+        rows.append(
+            (
+                name,
+                model,
+                len(runs),
+                fixed(seconds, 0),
+                num(flops / 1e12),
+                num(per_thread / 1e9),
+                pct(per_thread / rate, 0) if rate else "-",
+            )
+        )
+    return rows
+
+
+def timing_section(results: Results) -> str:
+    """The timings table and where their time went, or a line saying none is committed."""
+    if not results.timing:
+        return TIMING_TEXT + "\n\nNo timing record committed yet (`results/timing/` is empty)."
+    rows, parts = [], []
+    for name, record in results.timing:
+        wall = record["wall_seconds"] / 60
+        floor = floor_minutes(results, record)
+        rows.append(
+            (
+                name,
+                code(record["command"]),
+                record["run_files_at_start"],
+                len(record["runs"]),
+                fixed(wall, 1),
+                fixed(record["cpu_seconds"] / 60, 1),
+                pct(record["cpu_seconds"] / record["wall_seconds"] / record["cores"], 0),
+                fixed(floor, 1),
+                "-" if floor is None else f"{wall / floor:.2f}×",
+                target_status(record),
+            )
+        )
+        parts += breakdown_rows(results, name, record)
+    head = (
+        "record",
+        "command",
+        "run files at start",
+        "runs trained",
+        "wall (min)",
+        "CPU (min)",
+        "CPU use of the cores",
+        "floor (min)",
+        "wall ÷ floor",
+        f"≤ {fixed(TARGET_MINUTES, 0)} min",
+    )
+    split = ("record", "model", "runs", "run seconds", "TFLOP", "GFLOP/s per thread", "of the reference rate")
+    return "\n\n".join([TIMING_TEXT, table(head, rows), table(split, parts)])

@@ -1,0 +1,119 @@
+"""`replicate --timing`: the record of an invocation, and how the performance page renders it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lab.chen2022 import replicate as R
+from lab.chen2022.arithmetic_floor import run_flops
+from lab.cli.main import main
+from lab.cli.timing import TIMING_FORMAT
+from lab.docs.markdown import pct
+from lab.docs.results import BenchSummary, Results, ResultsError, load_timing
+from lab.docs.timing_section import breakdown_rows, floor_minutes, timing_section
+
+
+@pytest.fixture
+def short_runs(monkeypatch):
+    """Every Chen et al. run of this test 12 steps long."""
+    expand = R.expand
+    monkeypatch.setattr(R, "expand", lambda *a, **k: [c | {"steps": 12} for c in expand(*a, **k)])
+
+
+def _replicate(out: Path, timing: Path) -> int:
+    argv = ["replicate", "table1", "--tier", "quick", "--settings", "1", "--seeds", "1", "--quiet"]
+    return main([*argv, "--out", str(out), "--timing", str(timing)])
+
+
+def test_a_timed_replicate_records_its_time_and_the_runs_it_trained(short_runs, tmp_path, capsys):
+    out, timing = tmp_path / "out", tmp_path / "timing.json"
+    assert _replicate(out, timing) == 0
+    first = load_timing(timing)
+    configs = R.expand("table1", [1], 1, tier="quick")
+    assert first["run_files_at_start"] == 0 and len(first["runs"]) == len(configs)
+    assert sorted(r["model"] for r in first["runs"]) == sorted(c["model"] for c in configs)
+    assert all(r["steps"] == 12 and r["seconds"] > 0 for r in first["runs"])
+    assert first["wall_seconds"] > 0 and first["cpu_seconds"] > 0 and first["code"] == R.run_code()
+    assert first["command"].startswith("python -m lab replicate table1 --seeds 1 --seed 0 --settings 1 ")
+    assert _replicate(out, timing) == 0  # again: every run reused, and the record says so
+    again = load_timing(timing)
+    assert again["run_files_at_start"] == len(configs) and again["runs"] == []
+    capsys.readouterr()
+
+
+def test_a_timing_path_that_cannot_be_written_stops_before_any_run(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert _replicate(tmp_path / "out", blocker / "timing.json") == 2
+    assert "--timing" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_a_damaged_timing_file_is_named(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"format": TIMING_FORMAT, "command": "x"}))
+    with pytest.raises(ResultsError, match=f"{path}: field 'targets' is missing"):
+        load_timing(path)
+
+
+def _runs(seconds: float = 60.0) -> list[dict]:
+    """Two single CNNs of Table 1 at the full tier, 100 steps each."""
+    configs = [c for c in R.expand("table1", [1], 1) if c["model"].startswith("single")][:2]
+    return [c | {"steps": 100, "seconds": seconds} for c in configs]
+
+
+def _record(**fields) -> dict:
+    return {
+        "targets": ["table1", "table3"],
+        "variant": "paper",
+        "dtype": "float64",
+        "seeds": 10,
+        "tier": "full",
+        "jobs": 2,
+        "cores": 2,
+        "command": "python -m lab replicate table1 table3 ...",
+        "run_files_at_start": 0,
+        "wall_seconds": 600.0,
+        "cpu_seconds": 1080.0,
+        "code": "abc",
+        "runs": _runs(),
+    } | fields
+
+
+def _results(record: dict, dgemm: float | None = 50.0) -> Results:
+    bench = [BenchSummary(Path("summary.json"), {"dgemm_gflops": dgemm})]
+    return Results({"records": []}, [], bench, timing=[("t.json", record)])
+
+
+def test_the_floor_is_the_trained_runs_flop_at_the_dgemm_rate_of_every_core():
+    expected = sum(run_flops(r, 16_000) for r in _runs()) / (50e9 * 2) / 60
+    assert floor_minutes(_results(_record()), _record()) == pytest.approx(expected)
+    record32 = _record(dtype="float32")  # SGEMM's rate taken as twice DGEMM's
+    assert floor_minutes(_results(record32), record32) == pytest.approx(expected / 2)
+
+
+def test_no_floor_without_trained_runs_or_a_bench_rate():
+    assert floor_minutes(_results(_record(runs=[])), _record(runs=[])) is None
+    assert floor_minutes(_results(_record(), dgemm=None), _record()) is None
+
+
+def test_the_split_gives_each_models_rate_per_thread_against_the_reference():
+    rows = breakdown_rows(_results(_record()), "t.json", _record())
+    assert [row[1] for row in rows] == ["single (linear), 128 filters", "single (nonlinear), 128 filters"]
+    flops = run_flops(_runs()[1], 16_000)  # one run of 60 s on cores ÷ jobs = 1 thread
+    rate = flops / 60
+    assert rows[1][2:] == (1, "60", f"{flops / 1e12:.3g}", f"{rate / 1e9:.3g}", pct(rate / 50e9, 0))
+
+
+def test_the_target_is_judged_only_on_the_targets_invocation_from_an_empty_directory():
+    def row(record: dict) -> str:
+        return timing_section(_results(record)).split("\n\n")[-2].splitlines()[-1]
+
+    assert row(_record()).endswith("| met |")
+    assert row(_record(wall_seconds=901.0)).endswith("| not met |")
+    assert row(_record(run_files_at_start=5)).endswith("| - |")
+    assert row(_record(seeds=1)).endswith("| - |")
+    assert "| 2 | 10.0 | 18.0 | 90 % |" in row(_record())
