@@ -17,23 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.chen2022.tables import MOE_DEFAULTS
 from lab.core.io import write_json_atomic
 
 TIMING_FORMAT = "moe-lab replicate timing 2"
-# what a record keeps of each trained run: the configuration (`replicate.expand`), its steps and time
+# what a record keeps of each trained run: its configuration (`replicate.expand`, with the MoE
+# options of `tables.MOE_DEFAULTS`), steps and seconds
 RUN_FIELDS = (
-    "model",
-    "variant",
-    "setting",
-    "seed",
-    "tier",
-    "dtype",
-    "arithmetic",
-    "activation",
-    "filters",
-    "readout",
-    *MOE_DEFAULTS,
+    *"model variant setting seed tier dtype arithmetic activation filters readout".split(),
     "steps",
     "seconds",
 )
@@ -72,12 +62,15 @@ class Stopwatch:
         return cls(time.perf_counter(), _cpu_seconds(), _run_files(out))
 
     def trained(self, out: str) -> list[dict[str, Any]]:
-        """The runs this invocation wrote (new or rewritten run files), each cut to `RUN_FIELDS`."""
+        """The runs this invocation wrote (new or rewritten run files), each cut to its configuration,
+        steps and seconds."""
+        from lab.chen2022.tables import MOE_DEFAULTS  # model code: not loaded for other commands
+
         runs = []
         for name, mtime in sorted(_run_files(out).items()):
             if self.run_files.get(name) != mtime:
                 record = json.loads((Path(out) / "runs" / name).read_text())
-                runs.append({k: record[k] for k in RUN_FIELDS if k in record})
+                runs.append({k: record[k] for k in (*RUN_FIELDS, *MOE_DEFAULTS) if k in record})
         return runs
 
     def record(self, args: argparse.Namespace) -> dict[str, Any]:
