@@ -17,7 +17,8 @@ Determinism is that of `lab.kernels.routed`: the tiles are fixed by the routes, 
 number of chunks that depends on n only, each chunk reduced into its own buffers, and the buffers
 are added in chunk order. z (n, S + Q, J) lists the signal patches first, then the noise patches.
 The names in `__all__` are Python entry points that check their arguments with `lab.kernels._checks`
-(the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`.
+(the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`, and
+so are the sums (a literal 0.0 would make Numba add float32 products in float64, at half the SIMD width).
 The fused step's readout weights a_j (3.1) let one pass serve the two half-logits of a non-odd σ,
 and it evaluates σ and σ' together (`_sigma_and_prime`: one tanh, erf or expm1 call for both).
 For the cubic σ the signal patches need no per-filter work at all: Σ_j a_j (s G_{r,j} + b_j)³ is a
@@ -81,13 +82,14 @@ def _tile_rows(order, tiles, t):
 def _tile_noise_z(noise, i0, i1, i2, i3, W, m, S, ztile):
     """ztile[a, S:] (Q, J) = the noise patches' pre-activations of sample i_a under expert m, 4 × 2 tiles."""
     Q, d, J = noise.shape[1], noise.shape[2], W.shape[1]
+    zero = noise.dtype.type(0)
     for q in range(Q):
         x0, x1, x2, x3 = noise[i0, q], noise[i1, q], noise[i2, q], noise[i3, q]
         p = S + q
         j = 0
         while j + 2 <= J:
             u0, u1 = W[m, j], W[m, j + 1]
-            s00 = s01 = s10 = s11 = s20 = s21 = s30 = s31 = 0.0
+            s00 = s01 = s10 = s11 = s20 = s21 = s30 = s31 = zero
             for k in range(d):
                 a0, a1, a2, a3 = x0[k], x1[k], x2[k], x3[k]
                 c0, c1 = u0[k], u1[k]
@@ -106,7 +108,7 @@ def _tile_noise_z(noise, i0, i1, i2, i3, W, m, S, ztile):
             j += 2
         while j < J:
             u = W[m, j]
-            s0 = s1 = s2 = s3 = 0.0
+            s0 = s1 = s2 = s3 = zero
             for k in range(d):
                 s0 += u[k] * x0[k]
                 s1 += u[k] * x1[k]
@@ -305,7 +307,8 @@ def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin
                 if a < count:
                     i = order[tiles[t, 0] + a]
                     f[i] = _readout_and_primes(ztile[a], readout, act)
-                    coef = _margin_slope(margin_scale[i] * f[i], loss) * margin_scale[i] / n
+                    slope = _margin_slope(margin_scale[i] * f[i], loss) * margin_scale[i] / n
+                    coef = noise.dtype.type(slope)
                     for p in range(P):
                         for j in range(J):
                             ztile[a, p, j] *= coef * readout[j]
@@ -348,6 +351,7 @@ def _structured_step_cubic(C, index, scale, noise, W, readout, order, tiles, mar
     chunks = _chunks(n)
     buffers = np.zeros((chunks, M, J, d), dtype=noise.dtype)
     sums = np.zeros((chunks, M, R, 4), dtype=noise.dtype)
+    zero, three = noise.dtype.type(0), noise.dtype.type(3)
     for c in prange(chunks):
         ztile = np.empty((TILE, P, J), dtype=noise.dtype)
         for t in range(c * T // chunks, (c + 1) * T // chunks):
@@ -356,20 +360,21 @@ def _structured_step_cubic(C, index, scale, noise, W, readout, order, tiles, mar
             for a in range(TILE):
                 if a < count:
                     i = order[tiles[t, 0] + a]
-                    total = 0.0
+                    total = zero
                     for p in range(S, P):
                         for j in range(J):
                             v = ztile[a, p, j]
                             total += readout[j] * (v * v * v)
                     for u in range(S):
-                        r, s = index[i, u], scale[i, u]
-                        total += ((C[m, r, 3] * s + 3.0 * C[m, r, 2]) * s + 3.0 * C[m, r, 1]) * s + C[m, r, 0]
+                        c3, s = C[m, index[i, u]], scale[i, u]
+                        total += ((c3[3] * s + three * c3[2]) * s + three * c3[1]) * s + c3[0]
                     f[i] = total
-                    coef = _margin_slope(margin_scale[i] * total, loss) * margin_scale[i] / n
+                    slope = _margin_slope(margin_scale[i] * total, loss) * margin_scale[i] / n
+                    coef = noise.dtype.type(slope)
                     for p in range(S, P):
                         for j in range(J):
                             v = ztile[a, p, j]
-                            ztile[a, p, j] = 3.0 * v * v * coef * readout[j]
+                            ztile[a, p, j] = three * v * v * coef * readout[j]
                     for u in range(S):
                         r, s = index[i, u], scale[i, u]
                         sums[c, m, r, 0] += coef
