@@ -80,11 +80,11 @@ def run_replicate(args: argparse.Namespace) -> int:
     for path, what in ((args.json, "--json"), (args.timing, "--timing")):
         if path:
             check_writable(path, what)
-    stopwatch = Stopwatch.start(args.out)
+    stopwatch = Stopwatch.start(args.out) if args.timing else None  # it lists every run file
     if args.jobs > 1:
         train_in_parallel(args)
     status = max(targets[t].run(args) for t in args.targets)
-    if args.timing:
+    if stopwatch is not None:
         write_timing(args.timing, stopwatch, args)
     return status
 

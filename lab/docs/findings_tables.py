@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from lab.chen2022.baselines import single_config
 from lab.chen2022.tables import TARGETS
 from lab.chen2022.training import variant_config
 from lab.core.stats import clopper_pearson
@@ -84,8 +85,39 @@ def tables_1_3(results: Results) -> str:
             results, "table3", "reference-code", lambda c: True, command("table3", "reference-code")
         ),
         filter_count_effect(results, "reference-code"),
+        stopping_points(results),
     )
     return "\n\n".join(part for part in parts if part)
+
+
+def stopping_points(results: Results) -> str:
+    """Where Table 3's reference-code single CNNs stopped (`steps`), and the accuracy they stopped at."""
+    rep = full_tier(results, "table3", "reference-code")
+    if rep is None:
+        return ""
+    cfg = single_config("reference-code")
+    rows = []
+    for cell in (c for c in TARGETS["table3"] if c.model.startswith("single")):
+        runs = [r for setting in sorted(cell.paper) for r in cell_runs(rep, cell, setting)]
+        if runs:
+            steps, accuracy = [r["steps"] for r in runs], [r["test_accuracy"] for r in runs]
+            rows.append(
+                (
+                    cell.label,
+                    len(runs),
+                    sum(bool(r["stopped_early"]) for r in runs),
+                    f"{min(steps)}–{num(float(np.median(steps)))}–{max(steps)}",
+                    f"{fixed(min(accuracy), 1)}–{fixed(max(accuracy), 1)}",
+                )
+            )
+    if not rows:
+        return ""
+    head = ("single CNN, all settings", "runs", "stopped early", "steps (min–median–max)", "accuracy (%)")
+    return (
+        f"Where those single CNNs stopped. The authors' rule is first tested at step {cfg.stop_start}: a "
+        f"run whose loss then lies more than {num(cfg.stop_rise)} above its minimum stops at once, and "
+        "the table reports its accuracy at that step:\n\n" + table(head, rows)
+    )
 
 
 def tables_10_11(results: Results) -> str:

@@ -247,6 +247,7 @@ TIMING_FIELDS: dict[str, type | tuple[type, ...]] = {
     "tier": str,
     "jobs": int,
     "cores": int,
+    "threads": int,
     "run_files_at_start": int,
     "wall_seconds": (int, float),
     "cpu_seconds": (int, float),
@@ -271,12 +272,14 @@ def load_timing(path: Path) -> dict[str, Any]:
         raise ResultsError(f"{path}: not a replicate timing (expected format {TIMING_FORMAT!r})")
     for key, kind in TIMING_FIELDS.items():
         _need(path, data, key, kind)
-    for key in ("wall_seconds", "cpu_seconds", "cores", "jobs"):
+    for key in ("wall_seconds", "cpu_seconds", "cores", "jobs", "threads"):
         if not math.isfinite(data[key]) or data[key] <= 0:
             raise ResultsError(f"{path}: field {key!r} must be positive and finite, got {data[key]!r}")
     for i, run in enumerate(data["runs"]):
         for key, kind in TIMING_RUN_FIELDS.items():
             _need(path, run, key, kind, f"run {i}: ")
+        for key in ("filters",) if run["model"].startswith("single") else ("M", "J"):
+            _need(path, run, key, int, f"run {i}: ")  # the model's size, for its FLOP count
         if not math.isfinite(run["seconds"]) or run["seconds"] <= 0:
             raise ResultsError(f"{path}: run {i}: field 'seconds' must be positive, got {run['seconds']!r}")
     return data

@@ -28,7 +28,7 @@ The arithmetic floor counts the dense products no structured step avoids
 products) over every step of the runs the invocation trained, and divides the FLOP by the bench
 summary's one-thread DGEMM rate times the cores; in float32 by twice that rate (SGEMM's SIMD lanes
 hold twice as many numbers). The second table splits each record by model: the runs' own seconds
-(each run in a process with cores ÷ jobs threads) and the rate they reached, per thread, as a
+(each run in a process with the Numba threads ÷ jobs) and the rate they reached, per thread, as a
 fraction of that reference rate."""
 
 
@@ -71,7 +71,7 @@ def _model(run: dict[str, Any]) -> str:
 def breakdown_rows(results: Results, name: str, record: dict[str, Any]) -> list[tuple]:
     """Per model of one record: runs, the runs' own seconds, FLOP, and the rate per thread."""
     rate = _rate(results, record["dtype"])
-    threads = max(1, record["cores"] // record["jobs"])
+    threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     groups: dict[str, list[dict]] = defaultdict(list)
     for run in record["runs"]:
         groups[_model(run)].append(run)

@@ -408,6 +408,23 @@ def test_same_init_levels_give_each_variants_span_beside_the_papers(results):
     ) in findings
 
 
+def test_the_reference_code_singles_stopping_points_are_read_from_their_steps(results):
+    payload = _table1_payload()
+    runs = []
+    for config in chen.expand("table3", [1], 2, variant="reference-code"):
+        stops = config["model"] == "single (linear)"
+        steps = 501 + config["seed"] if stops else 801
+        outcome = {"test_accuracy": 60.0 + 10 * config["seed"], "dispatch_entropy": None}
+        runs.append(config | outcome | {"steps": steps, "stopped_early": stops})
+    payload["runs"] = runs
+    payload["config"] |= {"target": "table3", "variant": "reference-code"}
+    (results / "replicate" / "table3_reference-code.json").write_text(json.dumps(payload))
+    findings = render_all(results, SWEEPS)["findings.md"]
+    assert "The authors' rule is first tested at step 500" in findings
+    assert "| single (linear), 512 filters | 2 | 2 | 501–502–502 | 60.0–70.0 |" in findings
+    assert "| single (nonlinear), 128 filters | 2 | 0 | 801–801–801 | 60.0–70.0 |" in findings
+
+
 def test_the_rates_figure_is_drawn_from_a_synthetic_d_study(results, tmp_path):
     """Theorem 4.2's rates: `python -m lab docs` draws one panel per fitted quantity and E.3's ratio."""
     pytest.importorskip("matplotlib")

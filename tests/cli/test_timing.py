@@ -65,6 +65,14 @@ def _runs(seconds: float = 60.0) -> list[dict]:
     return [c | {"steps": 100, "seconds": seconds} for c in configs]
 
 
+def test_a_timing_run_without_its_models_size_is_named(tmp_path):
+    path = tmp_path / "t.json"
+    run = {k: v for k, v in _runs()[0].items() if k != "filters"}
+    path.write_text(json.dumps(_record(runs=[run]) | {"format": TIMING_FORMAT}))
+    with pytest.raises(ResultsError, match=f"{path}: run 0: field 'filters' is missing"):
+        load_timing(path)
+
+
 def _record(**fields) -> dict:
     return {
         "targets": ["table1", "table3"],
@@ -74,6 +82,7 @@ def _record(**fields) -> dict:
         "tier": "full",
         "jobs": 2,
         "cores": 2,
+        "threads": 2,
         "command": "python -m lab replicate table1 table3 ...",
         "run_files_at_start": 0,
         "wall_seconds": 600.0,
@@ -103,7 +112,7 @@ def test_no_floor_without_trained_runs_or_a_bench_rate():
 def test_the_split_gives_each_models_rate_per_thread_against_the_reference():
     rows = breakdown_rows(_results(_record()), "t.json", _record())
     assert [row[1] for row in rows] == ["single (linear), 128 filters", "single (nonlinear), 128 filters"]
-    flops = run_flops(_runs()[1], 16_000)  # one run of 60 s on cores ÷ jobs = 1 thread
+    flops = run_flops(_runs()[1], 16_000)  # one run of 60 s on threads ÷ jobs = 1 thread
     rate = flops / 60
     assert rows[1][2:] == (1, "60", f"{flops / 1e12:.3g}", f"{rate / 1e9:.3g}", pct(rate / 50e9, 0))
 
