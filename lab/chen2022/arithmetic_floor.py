@@ -10,17 +10,15 @@ collapse to one filter on one patch (`plan.StructuredLinearExperts`). A multiply
 from __future__ import annotations
 
 from lab.chen2022 import data
-from lab.chen2022.baselines import single_config
-from lab.chen2022.tables import MOE_DEFAULTS
-from lab.chen2022.training import TrainConfig, variant_config
+from lab.chen2022.replicate import moe_run_config, single_run_config
+from lab.chen2022.training import TrainConfig
 
 
 def run_train_config(run: dict) -> TrainConfig:
-    """The experts' `TrainConfig` of a replication run record, built as `replicate` builds it."""
+    """The experts' `TrainConfig` of a replication run record, as `replicate` built it."""
     if run["model"].startswith("single"):
-        cfg = single_config(run["variant"], J=run["filters"], activation=run["activation"])
-        return cfg.expert_config()
-    return variant_config(run["variant"], **{k: run[k] for k in (*MOE_DEFAULTS, "activation") if k in run})
+        return single_run_config(run).expert_config()
+    return moe_run_config(run)
 
 
 def step_flops(run: dict, n: int) -> float:

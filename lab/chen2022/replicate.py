@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from lab.chen2022 import data
-from lab.chen2022.baselines import single_accuracy, single_config, train_single
+from lab.chen2022.baselines import SingleConfig, single_accuracy, single_config, train_single
 from lab.chen2022.metrics import (
     dispatch_counts,
     dispatch_entropy,
@@ -31,7 +31,7 @@ from lab.chen2022.metrics import (
     professions,
 )
 from lab.chen2022.tables import MODELS, MOE_DEFAULTS, TARGET_HELP, TARGETS, Cell
-from lab.chen2022.training import DTYPES, evaluate, prepare, train, variant_config
+from lab.chen2022.training import DTYPES, TrainConfig, evaluate, prepare, train, variant_config
 from lab.core import plots
 from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
@@ -148,9 +148,20 @@ def _arithmetic(config: dict) -> dict:
     }
 
 
-def _run_single(config, signals, train_set, test_set, seed, progress) -> dict:
+def single_run_config(config: dict) -> SingleConfig:
+    """The single CNN's options of a run config (a run record holds them too)."""
     options = {key: config[key] for key in ("steps", "readout") if key in config} | _arithmetic(config)
-    cfg = single_config(config["variant"], J=config["filters"], activation=config["activation"], **options)
+    return single_config(config["variant"], J=config["filters"], activation=config["activation"], **options)
+
+
+def moe_run_config(config: dict) -> TrainConfig:
+    """Algorithm 1's options of an MoE run config (a run record holds them too)."""
+    options = {k: config[k] for k in (*MOE_DEFAULTS, "activation", "steps") if k in config}
+    return variant_config(config["variant"], **options, **_arithmetic(config))
+
+
+def _run_single(config, signals, train_set, test_set, seed, progress) -> dict:
+    cfg = single_run_config(config)
     result = train_single(train_set, cfg, seed, progress, signals=signals)
     test = prepare(test_set, cfg.expert_config(), signals)
     return {
@@ -166,8 +177,7 @@ def _run_single(config, signals, train_set, test_set, seed, progress) -> dict:
 
 
 def _run_moe(config, signals, train_set, test_set, seed, progress) -> dict:
-    options = {k: config[k] for k in (*MOE_DEFAULTS, "activation", "steps") if k in config}
-    cfg = variant_config(config["variant"], **options, **_arithmetic(config))
+    cfg = moe_run_config(config)
     result = train(train_set, signals, cfg, seed, progress)
     test = prepare(test_set, cfg, signals)
     report = evaluate(result, test, signals, cfg, seed)

@@ -9,9 +9,9 @@ small product with the signals. The NumPy twins are in `lab.kernels.structured_n
 The noise patches are the only dense work left. With Q = 1 (P = 4) a sample has one noise patch, too
 few for the patch-by-filter tiles of `lab.kernels.routed`; so the routed kernels here group the samples
 by expert (a stable counting sort of the routes within blocks of consecutive samples) and work on
-tiles of four samples of one expert by two filters: each vectorised pass over d loads six rows and
-feeds eight products, and the tile's accumulators and coefficients fit in the 16 AVX2 registers
-(four filters would spill them).
+tiles of four samples of one expert: the forward by two filters (each vectorised pass over d loads six
+rows and feeds eight products into eight sums), the gradient by four (four rows of ∇W loaded and
+stored per sixteen products: with two it was bound by the stores).
 
 Determinism is that of `lab.kernels.routed`: the tiles are fixed by the routes, reductions use a
 number of chunks that depends on n only, each chunk reduced into its own buffers, and the buffers
@@ -130,21 +130,26 @@ def _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile):
 
 @njit(cache=True)
 def _tile_noise_gradient(noise, i0, i1, i2, i3, S, gtile, grad):
-    """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q}: the noise patches' terms of (E.2), 4 × 2 tiles."""
+    """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q}: the noise patches' terms of (E.2), 4 × 4 tiles
+    (each row of grad loaded and stored once per 16 products; 4 × 2 tiles were store-bound)."""
     Q, d, J = noise.shape[1], noise.shape[2], gtile.shape[2]
     for q in range(Q):
         x0, x1, x2, x3 = noise[i0, q], noise[i1, q], noise[i2, q], noise[i3, q]
         p = S + q
         j = 0
-        while j + 2 <= J:
+        while j + 4 <= J:
             a0, a1, a2, a3 = gtile[0, p, j], gtile[1, p, j], gtile[2, p, j], gtile[3, p, j]
             b0, b1, b2, b3 = gtile[0, p, j + 1], gtile[1, p, j + 1], gtile[2, p, j + 1], gtile[3, p, j + 1]
-            r0, r1 = grad[j], grad[j + 1]
+            c0, c1, c2, c3 = gtile[0, p, j + 2], gtile[1, p, j + 2], gtile[2, p, j + 2], gtile[3, p, j + 2]
+            e0, e1, e2, e3 = gtile[0, p, j + 3], gtile[1, p, j + 3], gtile[2, p, j + 3], gtile[3, p, j + 3]
+            r0, r1, r2, r3 = grad[j], grad[j + 1], grad[j + 2], grad[j + 3]
             for k in range(d):
                 v0, v1, v2, v3 = x0[k], x1[k], x2[k], x3[k]
                 r0[k] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
                 r1[k] += b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3
-            j += 2
+                r2[k] += c0 * v0 + c1 * v1 + c2 * v2 + c3 * v3
+                r3[k] += e0 * v0 + e1 * v1 + e2 * v2 + e3 * v3
+            j += 4
         while j < J:
             a0, a1, a2, a3 = gtile[0, p, j], gtile[1, p, j], gtile[2, p, j], gtile[3, p, j]
             r0 = grad[j]
@@ -322,9 +327,16 @@ def cubic_signal_sums(G: np.ndarray, b: np.ndarray, readout: np.ndarray) -> np.n
     """C (M, R, 4), C_k = Σ_j a_j G_{m,r,j}^k b_{m,j}^{3−k}: Σ_j a_j (s G + b)³ = Σ_k binom(3, k) s^k C_k.
 
     With it a signal patch s u_r + o adds a cubic in s to f (3.1), whatever the number of filters."""
-    k = np.arange(4)
-    powers = G[..., None] ** k * b[:, None, :, None] ** (3 - k)  # (M, R, J, 4)
-    return np.einsum("mrjk,j->mrk", powers, readout.astype(G.dtype, copy=False))
+    a = readout.astype(G.dtype, copy=False)
+    bb = b[:, None, :]
+    ab = a * bb  # a_j b_{m,j}, shape (M, 1, J)
+    G2 = G * G
+    C = np.empty((*G.shape[:2], 4), dtype=G.dtype)
+    C[..., 0] = (ab * bb * bb).sum(axis=-1)
+    C[..., 1] = (G * ab * bb).sum(axis=-1)
+    C[..., 2] = (G2 * ab).sum(axis=-1)
+    C[..., 3] = (G2 * G) @ a
+    return C
 
 
 def cubic_signal_scalars(G, b, readout, sums) -> tuple[np.ndarray, np.ndarray]:
