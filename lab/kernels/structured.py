@@ -20,7 +20,9 @@ The names in `__all__` are Python entry points that check their arguments with `
 (the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`, and
 so are the sums (a literal 0.0 would make Numba add float32 products in float64, at half the SIMD width).
 The fused step's readout weights a_j (3.1) let one pass serve the two half-logits of a non-odd σ,
-and it evaluates σ and σ' together (`_sigma_and_prime`: one tanh, erf or expm1 call for both).
+and it evaluates σ and σ' together (`_sigma_and_prime`: one erf or expm1 call for both). For tanh
+a forward pass first fills z, and NumPy's SIMD `np.tanh` tabulates it (`_tabulated`): Numba's scalar
+libm tanh took most of a tanh single's step.
 For the cubic σ the signal patches need no per-filter work at all: Σ_j a_j (s G_{r,j} + b_j)³ is a
 cubic in s with coefficients per (expert, signal), and their terms of (E.2) follow from four sums
 Σ coef·s^k per (expert, signal) (`_structured_step_cubic`, `cubic_signal_sums`).
@@ -34,6 +36,7 @@ inlining of them doubled the compile time (about 2 min per dtype on the loaded 2
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from numba import njit, prange
@@ -52,10 +55,11 @@ __all__ = [
     "structured_step",
 ]
 
-CUBIC = ACTIVATION_CODES["cubic"]
+CUBIC, LINEAR, TANH = (ACTIVATION_CODES[name] for name in ("cubic", "linear", "tanh"))
 TILE = 4  # samples of one expert per tile
 CHUNKS = 16  # reduction chunks at most, each of ≥ 1,024 samples: fewer (M, J, d) buffers to zero and add
 BLOCK = 256  # consecutive samples grouped by expert together (their noise patches fit in L2)
+_TABLES = threading.local()  # `_table_buffer`'s array and its (shape, dtype), per thread
 
 
 @njit(cache=True)
@@ -172,10 +176,18 @@ def _tile_gradient(index, scale, noise, i0, i1, i2, i3, gtile, grad, A, B):
 
 
 @njit(cache=True, inline="always")
-def _readout_and_primes(z, readout, act):
-    """Σ_{p,j} a_j σ(z_{p,j}) (3.1) with a = readout, and z (P, J) overwritten with σ'(z): one
-    transcendental call for both where σ and σ' share it (codes ≥ 3), else two vectorised loops."""
+def _readout_and_primes(z, t, readout, act):
+    """Σ_{p,j} a_j σ(z_{p,j}) (3.1) with a = readout, and z (P, J) overwritten with σ'(z). For tanh,
+    t (P, J) holds tanh z (`_tabulated`); the other codes ≥ 3 make one transcendental call for σ
+    and σ', the rest none (two vectorised loops)."""
     total = 0.0
+    if act == TANH:  # σ = t, σ' = 1 − t²
+        for p in range(z.shape[0]):
+            for j in range(z.shape[1]):
+                value = t[p, j]
+                total += readout[j] * value
+                z[p, j] = 1.0 - value * value
+        return total
     if act >= 3:
         for p in range(z.shape[0]):
             for j in range(z.shape[1]):
@@ -189,6 +201,20 @@ def _readout_and_primes(z, readout, act):
         for j in range(z.shape[1]):
             z[p, j] = _sigma_prime(z[p, j], act)
     return total
+
+
+def _table_buffer(shape: tuple, dtype) -> np.ndarray:
+    """The (n, P, J) array `_tabulated` fills, kept per thread for the next call of that shape: a fresh
+    one costs more in first-touch page faults (29 ms for a 128-filter single) than the table saves."""
+    if getattr(_TABLES, "key", None) != (shape, dtype):
+        _TABLES.key, _TABLES.array = (shape, dtype), np.empty(shape, dtype=dtype)
+    return _TABLES.array
+
+
+def _tabulated(z: np.ndarray) -> np.ndarray:
+    """tanh z at every pre-activation z (n, P, J), in place by NumPy's SIMD ufunc: about 15 times the
+    rate of Numba's scalar libm call here (a tanh single spent most of its step in it)."""
+    return np.tanh(z, out=z)
 
 
 @njit(cache=True)
@@ -245,10 +271,9 @@ def _tiles(routes, M, block):
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def _structured_forward(G, b, index, scale, noise, W, order, tiles, act):
-    """Each sample through its routed expert: f_{m_i}(x_i) (3.1) and z (n, S + Q, J), tile by tile."""
+def _structured_forward(G, b, index, scale, noise, W, order, tiles, act, z):
+    """Each sample through its routed expert: f_{m_i}(x_i) (3.1), and z (n, S + Q, J) filled, tile by tile."""
     n, P, J = noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1]
-    z = np.empty((n, P, J), dtype=noise.dtype)
     f = np.empty(n, dtype=noise.dtype)
     T = tiles.shape[0]
     chunks = _chunks(n)
@@ -293,8 +318,9 @@ def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act):
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss):
-    """Fused forward and backward of mean_i loss(s_i f_{m_i}(x_i)) (3.3), tile by tile (E.2)."""
+def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss, table):
+    """Fused forward and backward of mean_i loss(s_i f_{m_i}(x_i)) (3.3), tile by tile (E.2); `table`
+    (n, P, J) holds tanh z for σ = tanh (`_tabulated`), else it is (n, 0, 0)."""
     n, d = noise.shape[0], noise.shape[2]
     P, M, J, R = index.shape[1] + noise.shape[1], W.shape[0], W.shape[1], G.shape[1]
     T = tiles.shape[0]
@@ -311,7 +337,7 @@ def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin
             for a in range(TILE):
                 if a < count:
                     i = order[tiles[t, 0] + a]
-                    f[i] = _readout_and_primes(ztile[a], readout, act)
+                    f[i] = _readout_and_primes(ztile[a], table[i], readout, act)
                     slope = _margin_slope(margin_scale[i] * f[i], loss) * margin_scale[i] / n
                     coef = noise.dtype.type(slope)
                     for p in range(P):
@@ -442,7 +468,8 @@ def structured_forward(signals, offset, signal_index, signal_scale, noise, W, ro
         signals, offset, signal_index, signal_scale, noise, W, routes, act
     )
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
-    return _structured_forward(G, b, index, scale, noise, W, *_tiles(routes, W.shape[0], BLOCK), act)
+    z = np.empty((noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1]), dtype=noise.dtype)
+    return _structured_forward(G, b, index, scale, noise, W, *_tiles(routes, W.shape[0], BLOCK), act, z)
 
 
 def structured_backward(signals, offset, signal_index, signal_scale, noise, z, routes, coef, M, act):
@@ -476,8 +503,12 @@ def structured_step(
         )
         A, B = cubic_signal_scalars(G, b, readout, sums.sum(axis=0))
     else:
+        table = np.empty((noise.shape[0], 0, 0), dtype=noise.dtype)
+        if act == TANH:  # z twice (here and in the step) costs less than Numba's scalar tanh
+            z = _table_buffer((noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1]), noise.dtype)
+            table = _tabulated(_structured_forward(G, b, index, scale, noise, W, order, tiles, LINEAR, z)[1])
         f, buffers, A, B = _structured_step(
-            G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss
+            G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss, table
         )
         A, B = A.sum(axis=0), B.sum(axis=0)
     return f, _in_order(buffers, signals, offset, A, B)

@@ -139,6 +139,21 @@ def test_multi_chunk_reductions_and_thread_count():
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
 
 
+def test_the_reused_tanh_table_carries_nothing_between_calls():
+    """σ = tanh reads a per-thread table kept between calls: calls of other shapes and data in between
+    leave a call's result exactly as on its own, and it agrees with the dense path."""
+    tanh = ACTIVATION_CODES["tanh"]
+    first = _problem(7, 700, 3, 1, 8, 13, 3, 6, True, np.float64)
+    other = _problem(8, 500, 2, 2, 6, 13, 2, 4, False, np.float64)
+    step = LIBS["numba"].structured_step
+    alone = step(*first[0], first[1], first[2], first[3], tanh, 0)
+    step(*other[0], other[1], other[2], other[3], tanh, 0)
+    again = step(*first[0], first[1], first[2], first[3], tanh, 0)
+    np.testing.assert_array_equal(again[0], alone[0])
+    np.testing.assert_array_equal(again[1], alone[1])
+    _kernel_disagreements(LIBS["numba"], *first, tanh, TOL[np.float64])
+
+
 # ------------------------------------------------------------------ whole steps: experts, loss, router
 
 
