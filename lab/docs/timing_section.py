@@ -29,7 +29,8 @@ products) over every step of the runs the invocation trained, and divides the FL
 summary's one-thread DGEMM rate times the cores; in float32 by twice that rate (SGEMM's SIMD lanes
 hold twice as many numbers). The second table splits each record by model: the runs' own seconds
 (each run in a process with the Numba threads ÷ jobs) and the rate they reached, per thread, as a
-fraction of that reference rate."""
+fraction of that reference rate. The code column gives each record's code fingerprint and says whether
+every committed table run carries the same one: a record made by other code timed other kernels."""
 
 
 def _rate(results: Results, dtype: str) -> float | None:
@@ -60,6 +61,14 @@ def target_status(record: dict[str, Any]) -> str:
     if not is_target:
         return "-"
     return "met" if record["wall_seconds"] / 60 <= TARGET_MINUTES else "not met"
+
+
+def code_status(results: Results, record: dict[str, Any]) -> str:
+    """The record's code fingerprint and whether the committed table runs were all made by that code."""
+    codes = {run.get("code") for rep in results.replications for run in rep.payload.get("runs", [])}
+    if not codes:
+        return record["code"]
+    return f"{record['code']} ({'as' if codes == {record['code']} else 'not as'} the table runs)"
 
 
 def _model(run: dict[str, Any]) -> str:
@@ -112,6 +121,7 @@ def timing_section(results: Results) -> str:
                 pct(record["cpu_seconds"] / record["wall_seconds"] / record["cores"], 0),
                 fixed(floor, 1),
                 "-" if floor is None else f"{wall / floor:.2f}×",
+                code_status(results, record),
                 target_status(record),
             )
         )
@@ -126,6 +136,7 @@ def timing_section(results: Results) -> str:
         "CPU use of the cores",
         "floor (min)",
         "wall ÷ floor",
+        "code",
         f"≤ {fixed(TARGET_MINUTES, 0)} min",
     )
     split = ("record", "model", "runs", "run seconds", "TFLOP", "GFLOP/s per thread", "of the reference rate")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,8 +13,8 @@ from lab.chen2022.arithmetic_floor import run_flops
 from lab.cli.main import main
 from lab.cli.timing import TIMING_FORMAT
 from lab.docs.markdown import pct
-from lab.docs.results import BenchSummary, Results, ResultsError, load_timing
-from lab.docs.timing_section import breakdown_rows, floor_minutes, timing_section
+from lab.docs.results import BenchSummary, Replication, Results, ResultsError, load_timing
+from lab.docs.timing_section import breakdown_rows, code_status, floor_minutes, timing_section
 
 
 @pytest.fixture
@@ -126,3 +127,16 @@ def test_the_target_is_judged_only_on_the_targets_invocation_from_an_empty_direc
     assert row(_record(run_files_at_start=5)).endswith("| - |")
     assert row(_record(seeds=1)).endswith("| - |")
     assert "| 2 | 10.0 | 18.0 | 90 % |" in row(_record())
+
+
+def test_a_record_says_whether_the_table_runs_share_its_code():
+    def results(*codes: str) -> Results:
+        payload = {"runs": [{"code": code} for code in codes]}
+        return dataclasses.replace(
+            _results(_record()),
+            replications=[Replication(Path("t1.json"), "table1", "paper", "full", payload)],
+        )
+
+    assert code_status(results("abc", "abc"), _record()) == "abc (as the table runs)"
+    assert code_status(results("abc", "xyz"), _record()) == "abc (not as the table runs)"
+    assert code_status(_results(_record()), _record()) == "abc"
