@@ -98,18 +98,26 @@ def test_algorithm1_step(benchmark, record_rate, moe, path, lib):
     np.testing.assert_allclose(Theta_next, ref_Theta, rtol=1e-9, atol=1e-15)
 
 
-@pytest.fixture(scope="module", params=["paper", "reference-code"])
-def single(setting1, request):
-    cfg = single_config(request.param, J=SINGLE_J).expert_config()
+def _single(setting1, variant, J, activation="cubic"):
+    cfg = single_config(variant, J=J, activation=activation).expert_config()
     dense, structured = _batches(setting1, cfg)
     W = training.init_experts(cfg, D, np.random.default_rng(1))
-    return {"dense": dense, "structured": structured, "W": W, "variant": request.param}
+    return {"dense": dense, "structured": structured, "W": W, "variant": variant, "J": J}
 
 
-@pytest.mark.benchmark(group="single-cnn-512-structured")
-@pytest.mark.parametrize("path", ["structured", "dense"])
-def test_single_cnn_pass(benchmark, record_rate, single, path):
-    """The single CNN's forward/backward (the Adam step's compute) with 512 filters, M = 1, gate 1."""
+@pytest.fixture(scope="module", params=["paper", "reference-code"])
+def single(setting1, request):
+    return _single(setting1, request.param, SINGLE_J)
+
+
+@pytest.fixture(scope="module")
+def tanh_single(setting1):
+    """Table 7's tanh single (128 filters): its structured step reads σ from a `np.tanh` table."""
+    return _single(setting1, "paper", 128, "tanh")
+
+
+def _single_pass(benchmark, record_rate, single, path, name):
+    """The single CNN's forward/backward (the Adam step's compute), M = 1, gate 1, beside the dense path."""
     batch, cfg = single[path]
     plan = resolve(cfg)
     routes, gate = np.zeros(N, dtype=np.int64), np.ones(N)
@@ -118,10 +126,7 @@ def test_single_cnn_pass(benchmark, record_rate, single, path):
             plan.expert_pass, args=(batch, single["W"], routes, gate), rounds=10, warmup_rounds=1
         )
     width = D + int(cfg.bias)
-    record_rate(
-        f"single_cnn_{SINGLE_J}_{single['variant']}_{path}",
-        2 * 2 * N * SINGLE_J * width * (4 if path == "dense" else 1),
-    )
+    record_rate(name, 2 * 2 * N * single["J"] * width * (4 if path == "dense" else 1))
     dense_batch, dense_cfg = single["dense"]
     dense_pass = resolve(dense_cfg).expert_pass
     if path == "structured":
@@ -136,6 +141,20 @@ def test_single_cnn_pass(benchmark, record_rate, single, path):
     ref = dense_pass(dense_batch, single["W"], routes, gate)
     np.testing.assert_allclose(out.f, ref.f, rtol=1e-9, atol=1e-12 * np.max(np.abs(ref.f)))
     np.testing.assert_allclose(out.grad_W, ref.grad_W, rtol=1e-8, atol=1e-10 * np.max(np.abs(ref.grad_W)))
+
+
+@pytest.mark.benchmark(group="single-cnn-512-structured")
+@pytest.mark.parametrize("path", ["structured", "dense"])
+def test_single_cnn_pass(benchmark, record_rate, single, path):
+    """The 512-filter single CNN's pass, structured and dense."""
+    _single_pass(benchmark, record_rate, single, path, f"single_cnn_{SINGLE_J}_{single['variant']}_{path}")
+
+
+@pytest.mark.benchmark(group="single-cnn-tanh-structured")
+@pytest.mark.parametrize("path", ["structured", "dense"])
+def test_tanh_single_pass(benchmark, record_rate, tanh_single, path):
+    """The 128-filter tanh single's pass: the structured step's `np.tanh` table beside the dense path."""
+    _single_pass(benchmark, record_rate, tanh_single, path, f"single_cnn_128_tanh_{path}")
 
 
 @pytest.fixture(scope="module")
