@@ -21,8 +21,8 @@ The names in `__all__` are Python entry points that check their arguments with `
 so are the sums (a literal 0.0 would make Numba add float32 products in float64, at half the SIMD width).
 The fused step's readout weights a_j (3.1) let one pass serve the two half-logits of a non-odd σ,
 and it evaluates σ and σ' together (`_sigma_and_prime`: one erf or expm1 call for both). For tanh
-a forward pass first fills z, and NumPy's SIMD `np.tanh` tabulates it (`_tabulated`): Numba's scalar
-libm tanh took most of a tanh single's step.
+a forward pass first fills z, and NumPy's SIMD `np.tanh` tabulates it (`_tabulated`); the step then
+needs no products of its own (Numba's scalar libm tanh took most of a tanh single's step).
 For the cubic σ the signal patches need no per-filter work at all: Σ_j a_j (s G_{r,j} + b_j)³ is a
 cubic in s with coefficients per (expert, signal), and their terms of (E.2) follow from four sums
 Σ coef·s^k per (expert, signal) (`_structured_step_cubic`, `cubic_signal_sums`).
@@ -57,7 +57,7 @@ __all__ = [
 
 CUBIC, LINEAR, TANH = (ACTIVATION_CODES[name] for name in ("cubic", "linear", "tanh"))
 TILE = 4  # samples of one expert per tile
-CHUNKS = 16  # reduction chunks at most, each of ≥ 1,024 samples: fewer (M, J, d) buffers to zero and add
+CHUNKS = 16  # reduction chunks at most, each of ≥ 512 samples: fewer (M, J, d) buffers to zero and add
 BLOCK = 256  # consecutive samples grouped by expert together (their noise patches fit in L2)
 _TABLES = threading.local()  # `_table_buffer`'s array and its (shape, dtype), per thread
 
@@ -219,8 +219,11 @@ def _tabulated(z: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def _chunks(n):
-    """Reduction chunks for n samples: a function of n only (each chunk holds an (M, J, d) buffer)."""
-    return max(1, min(CHUNKS, n // 1024))
+    """Reduction chunks for n samples: a function of n only (each chunk holds an (M, J, d) buffer), and
+    even from 1,024 samples on, so that two threads get equal shares (15 chunks made one wait)."""
+    if n < 1024:
+        return 1
+    return 2 * min(CHUNKS // 2, n // 1024)
 
 
 @njit(cache=True)
@@ -245,27 +248,28 @@ def _tiles(routes, M, block):
     """Samples grouped by expert within blocks of `block` consecutive samples (a stable counting sort),
     and tiles (T, 3) of (start in that order, samples <= TILE, expert): a block's noise stays in cache."""
     n = routes.shape[0]
-    groups = (n + block - 1) // block * M
-    counts = np.zeros(groups, dtype=np.int64)
-    for i in range(n):
-        counts[i // block * M + routes[i]] += 1
-    starts = np.empty(groups, dtype=np.int64)
+    blocks = (n + block - 1) // block
+    counts = np.zeros(blocks * M, dtype=np.int64)
+    for k in range(blocks):  # block by block: no division per sample
+        for i in range(k * block, min(n, (k + 1) * block)):
+            counts[k * M + routes[i]] += 1
+    starts = np.empty(blocks * M, dtype=np.int64)
     total = T = 0
-    for g in range(groups):
+    for g in range(blocks * M):
         starts[g] = total
         total += counts[g]
         T += (counts[g] + TILE - 1) // TILE
     order = np.empty(n, dtype=np.int64)
-    fill = starts.copy()
-    for i in range(n):
-        g = i // block * M + routes[i]
-        order[fill[g]] = i
-        fill[g] += 1
+    for k in range(blocks):
+        for i in range(k * block, min(n, (k + 1) * block)):
+            g = k * M + routes[i]
+            order[starts[g]] = i
+            starts[g] += 1  # ends as the group's end
     tiles = np.empty((T, 3), dtype=np.int64)
     t = 0
-    for g in range(groups):
+    for g in range(blocks * M):
         for a in range(0, counts[g], TILE):
-            tiles[t, 0], tiles[t, 1], tiles[t, 2] = starts[g] + a, min(TILE, counts[g] - a), g % M
+            tiles[t, 0], tiles[t, 1], tiles[t, 2] = starts[g] - counts[g] + a, min(TILE, counts[g] - a), g % M
             t += 1
     return order, tiles
 
@@ -333,7 +337,8 @@ def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin
         ztile = np.empty((TILE, P, J), dtype=noise.dtype)
         for t in range(c * T // chunks, (c + 1) * T // chunks):
             m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
-            _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile)
+            if act != TANH:  # tanh needs only the table
+                _tile_z(G, b, index, scale, noise, i0, i1, i2, i3, W, m, ztile)
             for a in range(TILE):
                 if a < count:
                     i = order[tiles[t, 0] + a]
@@ -504,7 +509,7 @@ def structured_step(
         A, B = cubic_signal_scalars(G, b, readout, sums.sum(axis=0))
     else:
         table = np.empty((noise.shape[0], 0, 0), dtype=noise.dtype)
-        if act == TANH:  # z twice (here and in the step) costs less than Numba's scalar tanh
+        if act == TANH:  # z once, here; the step reads σ and σ' from the table alone
             z = _table_buffer((noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1]), noise.dtype)
             table = _tabulated(_structured_forward(G, b, index, scale, noise, W, order, tiles, LINEAR, z)[1])
         f, buffers, A, B = _structured_step(
