@@ -121,6 +121,15 @@ def test_the_agreement_check_catches_a_signal_index_off_by_one(
         assert_agree(LIBS[lib].structured_forward(*wrong, W, routes, code)[1], z_right, TOL[dtype], "z")
 
 
+@pytest.mark.parametrize("d", [32, 33, 50])
+def test_float32_rows_padded_past_one_stride(d):
+    """float32 rows are zero-padded to a multiple of 32 in the tiles (d = 50 is the tables' width):
+    the padding adds nothing, and ∇W comes back with d columns."""
+    arrays, W, routes, coef = _problem(3, 301, 3, 1, 8, d, 3, 5, False, np.float32)
+    for act in (0, ACTIVATION_CODES["tanh"]):
+        _kernel_disagreements(LIBS["numba"], arrays, W, routes, coef, act, TOL[np.float32])
+
+
 def test_multi_chunk_reductions_and_thread_count():
     """n large enough for several reduction chunks and tiles; the result does not depend on the threads."""
     import numba
