@@ -24,9 +24,11 @@ SUMMARY_FORMAT = "moe-lab bench summary 1"
 MEASURES = (
     "ratio_to_dense",
     "fraction_of_dgemm_same_shape_per_core",
+    "fraction_of_sgemm_same_shape_per_core",
     "gflops_per_core",
     "threads",
     "time_to_dgemm",
+    "time_to_sgemm",
 )
 
 

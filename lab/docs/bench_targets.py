@@ -94,6 +94,15 @@ BENCH_TARGETS = (
         unit="%",
         description="The noise-patch kernel's rate per core against one-thread DGEMM of the same shape",
     ),
+    BenchTarget(
+        name="Noise-patch kernel in float32, fraction of SGEMM per core",
+        pattern="test_noise_patch_kernel_float32[numba]",
+        measure="fraction_of_sgemm_same_shape_per_core",
+        comparison="≥",
+        threshold=0.60,
+        unit="%",
+        description="The same in float32 against one-thread SGEMM of the same shape",
+    ),
 )
 
 
