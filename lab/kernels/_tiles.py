@@ -1,0 +1,184 @@
+"""The tiles of the structured kernels (`lab.kernels.structured`): samples sorted by expert, four at a time.
+
+`_tiles` groups the samples by routed expert (a stable counting sort within blocks of `BLOCK`
+consecutive samples) and cuts each group into tiles of `TILE` samples; `_tile_noise` copies a tile's
+noise patches into rows of one width, `_tile_noise_z` and `_tile_noise_gradient` are the dense work
+on them (4 × 2 and 4 × 4 register tiles), and `_signal_z` / `_tile_gradient` the signal patches'
+scalar terms of (3.1) and (E.2). `_chunks` fixes the reduction chunks by n alone (determinism).
+Numba's cache does not follow imports: after editing this module, delete
+`lab/kernels/__pycache__/*.nb*` so that the kernels calling it recompile.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+TILE = 4  # samples of one expert per tile
+CHUNKS = 16  # reduction chunks at most, each of ≥ 512 samples: fewer (M, J, d) buffers to zero and add
+BLOCK = 256  # consecutive samples grouped by expert together (their noise patches fit in L2)
+
+
+@njit(cache=True)
+def _signal_z(G, b, index, scale, i, m, zrow):
+    """zrow[t, j] = s_{i,t} G_{m,r,j} + b_{m,j} for sample i's signal patches t: ⟨w, s u + o⟩ (Def. 3.1)."""
+    for t in range(index.shape[1]):
+        r, s = index[i, t], scale[i, t]
+        for j in range(G.shape[2]):
+            zrow[t, j] = s * G[m, r, j] + b[m, j]
+
+
+@njit(cache=True)
+def _tile_rows(order, tiles, t):
+    """The expert, the number of valid samples and the four sample indices of tile t (the last repeated)."""
+    start, count, m = tiles[t, 0], tiles[t, 1], tiles[t, 2]
+    i0 = order[start]
+    i1 = order[start + min(1, count - 1)]
+    i2 = order[start + min(2, count - 1)]
+    i3 = order[start + min(3, count - 1)]
+    return m, count, i0, i1, i2, i3
+
+
+@njit(cache=True)
+def _tile_noise(noise, i0, i1, i2, i3, xtile):
+    """xtile[a, q, :d] = ξ_{i_a, q}: the tile's noise patches in rows of `_row_width` (the rest stays 0)."""
+    d = noise.shape[2]
+    for a, i in enumerate((i0, i1, i2, i3)):
+        for q in range(noise.shape[1]):
+            for k in range(d):
+                xtile[a, q, k] = noise[i, q, k]
+
+
+@njit(cache=True)
+def _tile_noise_z(xtile, W, m, S, ztile):
+    """ztile[a, S:] (Q, J) = the noise patches' pre-activations of the tile's sample a under expert m,
+    4 × 2 tiles."""
+    Q, d, J = xtile.shape[1], xtile.shape[2], W.shape[1]
+    zero = xtile.dtype.type(0)
+    for q in range(Q):
+        x0, x1, x2, x3 = xtile[0, q], xtile[1, q], xtile[2, q], xtile[3, q]
+        p = S + q
+        j = 0
+        while j + 2 <= J:
+            u0, u1 = W[m, j], W[m, j + 1]
+            s00 = s01 = s10 = s11 = s20 = s21 = s30 = s31 = zero
+            for k in range(d):
+                a0, a1, a2, a3 = x0[k], x1[k], x2[k], x3[k]
+                c0, c1 = u0[k], u1[k]
+                s00 += a0 * c0
+                s01 += a0 * c1
+                s10 += a1 * c0
+                s11 += a1 * c1
+                s20 += a2 * c0
+                s21 += a2 * c1
+                s30 += a3 * c0
+                s31 += a3 * c1
+            ztile[0, p, j], ztile[0, p, j + 1] = s00, s01
+            ztile[1, p, j], ztile[1, p, j + 1] = s10, s11
+            ztile[2, p, j], ztile[2, p, j + 1] = s20, s21
+            ztile[3, p, j], ztile[3, p, j + 1] = s30, s31
+            j += 2
+        while j < J:
+            u = W[m, j]
+            s0 = s1 = s2 = s3 = zero
+            for k in range(d):
+                s0 += u[k] * x0[k]
+                s1 += u[k] * x1[k]
+                s2 += u[k] * x2[k]
+                s3 += u[k] * x3[k]
+            ztile[0, p, j], ztile[1, p, j], ztile[2, p, j], ztile[3, p, j] = s0, s1, s2, s3
+            j += 1
+
+
+@njit(cache=True)
+def _tile_z(G, b, index, scale, xtile, i0, i1, i2, i3, W, m, ztile):
+    """ztile[a] (S + Q, J) = the pre-activations of sample i_a under expert m; noise by 4 × 2 tiles."""
+    _tile_noise_z(xtile, W, m, index.shape[1], ztile)
+    _signal_z(G, b, index, scale, i0, m, ztile[0])
+    _signal_z(G, b, index, scale, i1, m, ztile[1])
+    _signal_z(G, b, index, scale, i2, m, ztile[2])
+    _signal_z(G, b, index, scale, i3, m, ztile[3])
+
+
+@njit(cache=True)
+def _tile_noise_gradient(xtile, S, gtile, grad):
+    """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q}: the noise patches' terms of (E.2), 4 × 4 tiles
+    (each row of grad loaded and stored once per 16 products; 4 × 2 tiles were store-bound)."""
+    Q, d, J = xtile.shape[1], xtile.shape[2], gtile.shape[2]
+    for q in range(Q):
+        x0, x1, x2, x3 = xtile[0, q], xtile[1, q], xtile[2, q], xtile[3, q]
+        p = S + q
+        j = 0
+        while j + 4 <= J:
+            a0, a1, a2, a3 = gtile[0, p, j], gtile[1, p, j], gtile[2, p, j], gtile[3, p, j]
+            b0, b1, b2, b3 = gtile[0, p, j + 1], gtile[1, p, j + 1], gtile[2, p, j + 1], gtile[3, p, j + 1]
+            c0, c1, c2, c3 = gtile[0, p, j + 2], gtile[1, p, j + 2], gtile[2, p, j + 2], gtile[3, p, j + 2]
+            e0, e1, e2, e3 = gtile[0, p, j + 3], gtile[1, p, j + 3], gtile[2, p, j + 3], gtile[3, p, j + 3]
+            r0, r1, r2, r3 = grad[j], grad[j + 1], grad[j + 2], grad[j + 3]
+            for k in range(d):
+                v0, v1, v2, v3 = x0[k], x1[k], x2[k], x3[k]
+                r0[k] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
+                r1[k] += b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3
+                r2[k] += c0 * v0 + c1 * v1 + c2 * v2 + c3 * v3
+                r3[k] += e0 * v0 + e1 * v1 + e2 * v2 + e3 * v3
+            j += 4
+        while j < J:
+            a0, a1, a2, a3 = gtile[0, p, j], gtile[1, p, j], gtile[2, p, j], gtile[3, p, j]
+            r0 = grad[j]
+            for k in range(d):
+                r0[k] += a0 * x0[k] + a1 * x1[k] + a2 * x2[k] + a3 * x3[k]
+            j += 1
+
+
+@njit(cache=True)
+def _tile_gradient(index, scale, xtile, i0, i1, i2, i3, gtile, grad, A, B):
+    """grad (J, d) += the noise terms (`_tile_noise_gradient`); the signal scalars A (R, J), B (J,)."""
+    S, J = index.shape[1], gtile.shape[2]
+    _tile_noise_gradient(xtile, S, gtile, grad)
+    for a, i in enumerate((i0, i1, i2, i3)):
+        for t in range(S):
+            r, s = index[i, t], scale[i, t]
+            for j in range(J):
+                A[r, j] += s * gtile[a, t, j]
+                B[j] += gtile[a, t, j]
+
+
+@njit(cache=True)
+def _chunks(n):
+    """Reduction chunks for n samples: a function of n only (each chunk holds an (M, J, d) buffer), and
+    even from 1,024 samples on, so that two threads get equal shares (15 chunks made one wait)."""
+    if n < 1024:
+        return 1
+    return 2 * min(CHUNKS // 2, n // 1024)
+
+
+@njit(cache=True)
+def _tiles(routes, M, block):
+    """Samples grouped by expert within blocks of `block` consecutive samples (a stable counting sort),
+    and tiles (T, 3) of (start in that order, samples <= TILE, expert): a block's noise stays in cache."""
+    n = routes.shape[0]
+    blocks = (n + block - 1) // block
+    counts = np.zeros(blocks * M, dtype=np.int64)
+    for k in range(blocks):  # block by block: no division per sample
+        for i in range(k * block, min(n, (k + 1) * block)):
+            counts[k * M + routes[i]] += 1
+    starts = np.empty(blocks * M, dtype=np.int64)
+    total = T = 0
+    for g in range(blocks * M):
+        starts[g] = total
+        total += counts[g]
+        T += (counts[g] + TILE - 1) // TILE
+    order = np.empty(n, dtype=np.int64)
+    fill = starts.copy()
+    for k in range(blocks):
+        for i in range(k * block, min(n, (k + 1) * block)):
+            g = k * M + routes[i]
+            order[fill[g]] = i
+            fill[g] += 1
+    tiles = np.empty((T, 3), dtype=np.int64)
+    t = 0
+    for g in range(blocks * M):
+        for a in range(0, counts[g], TILE):
+            tiles[t, 0], tiles[t, 1], tiles[t, 2] = starts[g] + a, min(TILE, counts[g] - a), g % M
+            t += 1
+    return order, tiles
