@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from lab.cli.kernel_cache import compile_in_child
 from lab.cli.main import positive_int
 from lab.core.errors import InputError
 from lab.core.io import check_writable, check_writable_folder
@@ -67,6 +68,8 @@ def _run(args: argparse.Namespace) -> int:
     group_by_fields(spec, expand(spec))  # a [report] typo is refused before anything runs
     if args.scheduler and (args.workers or args.sequential):
         raise InputError("--scheduler: --workers and --sequential apply to local runs only")
+    if spec.task == "replicate":  # this machine's workers then load the kernels (`lab.cli.kernel_cache`)
+        compile_in_child([task.params for task in expand(spec)])
     try:
         summary = run_sweep(
             spec,

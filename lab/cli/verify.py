@@ -6,6 +6,7 @@ import argparse
 import time
 from collections.abc import Callable
 
+from lab.cli.kernel_cache import compile_in_child, every_training_config
 from lab.cli.main import UsageError, nonnegative_int
 from lab.core import registry
 from lab.core.io import check_writable, write_json_atomic, write_text_atomic
@@ -45,6 +46,7 @@ def run_verify(args: argparse.Namespace) -> int:
         if path:
             check_writable(path, what)
     checks = registry.checks(only)
+    compile_in_child(every_training_config())  # every check then runs the kernels as cached
     records: list[Record] = []
     with Progress(len(checks), "verify", enabled=not args.quiet, lines=True, unit="check") as progress:
         for check in checks:

@@ -35,7 +35,8 @@ code."""
 DETERMINISM_TEXT = """\
 ## Determinism
 
-A seeded result never depends on the number of threads that computed it:
+A seeded result never depends on the number of threads that computed it, nor on which process
+compiled the kernels:
 
 - Parallel reductions split the samples into a fixed number of chunks (`CHUNKS`), independent of the
   thread count, reduce each chunk into its own buffer and add the buffers in order.
@@ -46,8 +47,16 @@ A seeded result never depends on the number of threads that computed it:
 - Where the rounding of a BLAS product would depend on a row's position in a block (the patch-wise
   functions of Theorem 4.1, whose orbit identity is checked to the last bits), the lab contracts
   with `einsum` instead of BLAS.
-- Kernels are compiled with `cache=True`; the first call in a fresh environment compiles, later
-  processes load the cache. Benchmarks warm every kernel up before timing it.
+- Kernels are compiled with `cache=True`, and the commands run them as loaded from that cache. A
+  parallel kernel compiled in the running process and the same kernel loaded from the cache are not
+  the same machine code (each is deterministic; the cached object is most likely optimised again
+  once the loop's parallel body is linked into it). For CELU, GELU and tanh in float64 the gradients
+  differ in their last bits, and a training run's accuracy can differ with them. So `replicate`,
+  `sweep run` and `verify` first have a child process run every kernel they use
+  (`lab.cli.kernel_cache`): any compiling happens there, and the command and its workers load. A
+  library call in a fresh environment still compiles in its own process; run one of these commands
+  first to get the commands' numbers to the last bit. Benchmarks warm every kernel up before
+  timing it.
 
 Threads: the kernels use every core Numba is given. A sweep pins each worker to one thread (BLAS
 through `threadpoolctl`, Numba through `numba.set_num_threads(1)`), so workers do not

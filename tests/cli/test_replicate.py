@@ -8,7 +8,7 @@ import threading
 
 from lab.chen2022 import replicate as R
 from lab.cli.main import main
-from lab.cli.replicate import _watch_parent, train_in_parallel
+from lab.cli.replicate import _watch_parent, chen_configs, train_in_parallel
 
 
 def test_runs_trained_in_parallel_equal_runs_trained_in_turn(monkeypatch, replicate_args, tmp_path):
@@ -16,7 +16,7 @@ def test_runs_trained_in_parallel_equal_runs_trained_in_turn(monkeypatch, replic
     monkeypatch.setattr(R, "expand", lambda *a, **k: [c | {"steps": 12} for c in expand(*a, **k)])
     # table1's runs in parallel; a target without Chen et al. runs is left to its own command
     args = replicate_args(targets=["table1", "makkuva-fig1"], settings=[1], seeds=1, jobs=2)
-    train_in_parallel(args)
+    train_in_parallel(args, chen_configs(args))
     configs = R.expand("table1", [1], 1, tier="quick")
     stored = sorted((tmp_path / "runs").glob("*.json"))
     assert [p.stem for p in stored] == sorted(R.run_key(c) for c in configs)

@@ -1,0 +1,99 @@
+"""`compile_in_child`: a command's own process loads every kernel from Numba's cache, compiling none."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from lab.chen2022 import replicate as R
+from lab.cli.kernel_cache import _VALUES_ONLY, _distinct
+
+# In a fresh process: one command of `python -m lab` (replicate's runs `steps` long unless 0; with no
+# command, one noise-kernel call), then the number of kernel signatures compiled in it (cache misses).
+PROBE = """
+import importlib, json, sys
+import numpy as np
+from lab import kernels
+from lab.chen2022 import replicate as R
+from lab.cli.main import main
+argv, steps, expand = json.loads(sys.argv[1]), int(sys.argv[2]), R.expand
+if steps:  # short runs, as the `short_runs` fixture makes them
+    R.expand = lambda *a, **k: [c | {"steps": steps} for c in expand(*a, **k)]
+status = main(argv) if argv else 0
+if not argv:
+    kernels.backend("numba").noise(1, np.arange(3), 0, 0.0, 1.0)
+compiled = 0
+for name in (*kernels.KERNEL_MODULES, "_tiles", "_shared"):
+    for value in vars(importlib.import_module(f"lab.kernels.{name}")).values():
+        if hasattr(value, "stats") and hasattr(value.stats, "cache_misses"):
+            compiled += sum(value.stats.cache_misses.values())
+print(json.dumps({"status": status, "compiled": compiled}))
+"""
+
+
+def _probe(argv: list[str], cache_dir=None, steps: int = 12) -> dict:
+    env = os.environ | {"NUMBA_NUM_THREADS": "1"} | ({"NUMBA_CACHE_DIR": str(cache_dir)} if cache_dir else {})
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(argv), str(steps)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _table7(out, setting: str = "3") -> list[str]:
+    """Table 7's six single CNNs (tanh, GELU and CELU among them), quick tier, one seed."""
+    return [
+        "replicate",
+        "table7",
+        "--settings",
+        setting,
+        "--seeds",
+        "1",
+        "--tier",
+        "quick",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
+
+
+def test_one_child_run_per_configuration_that_changes_an_array_type():
+    configs = [c for t in ("table1", "table3", "table7") for c in R.expand(t, [1, 2, 3, 4], 10)]
+    runs = _distinct(configs)
+    assert all(r["steps"] == 2 and r["tier"] == "quick" and r["seed"] == 0 for r in runs)
+    kept = {json.dumps({k: v for k, v in r.items() if k not in _VALUES_ONLY}) for r in runs}
+    assert len(kept) == len(runs) < len(configs)
+    assert _distinct([]) == []
+
+
+def test_replicate_compiles_no_kernel_in_its_own_process(tmp_path):
+    assert _probe(_table7(tmp_path)) == {"status": 0, "compiled": 0}
+
+
+def test_verify_compiles_no_kernel_in_its_own_process():
+    assert _probe(["verify", "--only", "B3", "--quiet"])["compiled"] == 0  # six activations
+
+
+def test_the_compile_count_sees_a_kernel_compiled_in_the_process(tmp_path):
+    assert _probe([], cache_dir=tmp_path)["compiled"] >= 1  # an empty cache: compiled here
+    assert _probe([], cache_dir=tmp_path)["compiled"] == 0  # the next process loads it
+
+
+@pytest.mark.slow
+def test_from_an_empty_cache_a_run_equals_the_run_of_a_later_process(tmp_path):
+    """The first `replicate` on an empty cache stores the records a second one stores (tanh included)."""
+    first, again = tmp_path / "first", tmp_path / "again"
+    assert _probe(_table7(first), cache_dir=tmp_path / "cache", steps=0)["compiled"] == 0
+    assert _probe(_table7(again), cache_dir=tmp_path / "cache", steps=0)["compiled"] == 0
+    for path in sorted((first / "runs").glob("*.json")):
+        ours, theirs = (json.loads(p.read_text()) for p in (path, again / "runs" / path.name))
+        assert {k: v for k, v in ours.items() if k != "seconds"} == {
+            k: v for k, v in theirs.items() if k != "seconds"
+        }
