@@ -83,10 +83,12 @@ def run_replicate(args: argparse.Namespace) -> int:
         if path:
             check_writable(path, what)
     stopwatch = Stopwatch.start(args.out) if args.timing else None  # it lists every run file
+    from lab.chen2022.replicate import TARGETS  # here: the CLI starts without the science packages
+
     configs = chen_configs(args)
     training = [config for config in configs.values() if _trains(config, args)]
-    if training or any(target not in _chen_targets() for target in args.targets):
-        compile_in_child(training)  # a re-render from stored runs computes nothing
+    if training or not TARGETS.keys() >= set(args.targets):
+        compile_in_child(training)  # a re-render from stored Chen et al. runs computes nothing
     if args.jobs > 1:
         train_in_parallel(args, configs)
     status = max(targets[t].run(args) for t in args.targets)
@@ -118,19 +120,12 @@ def _train(config: dict, runs_dir: Path, keep_stale: bool) -> tuple[dict, float,
     return config, record["test_accuracy"], cached
 
 
-def _chen_targets() -> dict:
-    """Chen et al.'s targets, imported when needed (the CLI starts without the science packages)."""
-    from lab.chen2022.replicate import TARGETS
-
-    return TARGETS
-
-
 def chen_configs(args: argparse.Namespace) -> dict[str, dict]:
     """The Chen et al. run configs of every named target, by run key (a run shared by targets once)."""
     from lab.chen2022 import replicate as chen
 
     configs = {}
-    for target in (t for t in args.targets if t in _chen_targets()):
+    for target in (t for t in args.targets if t in chen.TARGETS):
         for config in chen.target_configs(target, args):
             configs[chen.run_key(config)] = config
     return configs
