@@ -23,8 +23,12 @@ SUMMARY_FORMAT = "moe-lab bench summary 1"
 # extra_info fields a summary keeps under "measures": ratios and rates taken within one run.
 MEASURES = (
     "ratio_to_dense",
+    "ratio_to_dense_without_experts",
+    "expert_pass_ms",
     "fraction_of_dgemm_same_shape_per_core",
     "fraction_of_sgemm_same_shape_per_core",
+    "fraction_of_dgemm_same_shape_one_thread",
+    "fraction_of_sgemm_same_shape_one_thread",
     "gflops_per_core",
     "threads",
     "time_to_dgemm",

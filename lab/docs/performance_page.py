@@ -94,7 +94,13 @@ asserted: each benchmark in `benchmarks/test_bench_structured.py` asserts only t
 right. A ratio is taken within one run, the candidate and its reference called alternately, so the
 load of a shared machine cancels out of it. The measures come from the benchmarks' `extra_info`,
 which `python -m lab bench-report --summary` keeps; a summary written before it kept them shows
-those targets as not measured."""
+those targets as not measured. Beside a target stand the measures that bound it, taken in the same
+alternating loop: Algorithm 1's structured step with its expert pass's time taken off (what is left is
+the router's product and gradient, the routing and gate values, and the two updates, which no faster
+expert kernel shortens: their share of the dense step is a floor under the ratio), a single CNN's pass
+against one-thread DGEMM on the same noise products (how near OpenBLAS its kernel runs), and the
+noise-patch kernel on one Numba thread, as each worker of `replicate --jobs 2` runs it (the target's
+own measure divides the two-thread rate by two cores, so it also counts what the second thread loses)."""
 
 
 def targets_definition() -> str:
@@ -105,11 +111,21 @@ def targets_definition() -> str:
 
 def targets_table(benchmarks: list[dict]) -> str:
     """Each target against one summary's benchmarks: threshold, measured value, met or not."""
-    rows = [
-        (target.name, name or "-", target.bound, target.shown(value), target.status(value))
-        for target, name, value in target_rows(benchmarks)
-    ]
-    return table(("target", "benchmark", "threshold", "measured", "status"), rows)
+    rows = []
+    for target, bench in target_rows(benchmarks):
+        value = None if bench is None else target.measured(bench)
+        context = "-" if bench is None else target.context_shown(bench)
+        rows.append(
+            (
+                target.name,
+                bench["name"] if bench else "-",
+                target.bound,
+                target.shown(value),
+                target.status(value),
+                context,
+            )
+        )
+    return table(("target", "benchmark", "threshold", "measured", "status", "beside it"), rows)
 
 
 def bench_section(summary: BenchSummary) -> str:

@@ -28,9 +28,11 @@ The arithmetic floor counts the dense products no structured step avoids
 products) over every step of the runs the invocation trained, and divides the FLOP by the bench
 summary's one-thread DGEMM rate times the cores; in float32 by twice that rate (SGEMM's SIMD lanes
 hold twice as many numbers). The second table splits each record by model: the runs' own seconds
-(each run in a process with the Numba threads ÷ jobs) and the rate they reached, per thread, as a
-fraction of that reference rate. The code column gives each record's code fingerprint and says whether
-every committed table run carries the same one: a record made by other code timed other kernels."""
+(each run in a process with the Numba threads ÷ jobs), the rate they reached, per thread, as a
+fraction of that reference rate, and the minutes of wall time above the floor the model accounts for
+(its runs' seconds beyond their own floor, divided by the jobs that ran at once). The code column
+gives each record's code fingerprint and says whether every committed table run carries the same one:
+a record made by other code timed other kernels."""
 
 
 def _rate(results: Results, dtype: str) -> float | None:
@@ -78,7 +80,8 @@ def _model(run: dict[str, Any]) -> str:
 
 
 def breakdown_rows(results: Results, name: str, record: dict[str, Any]) -> list[tuple]:
-    """Per model of one record: runs, the runs' own seconds, FLOP, and the rate per thread."""
+    """Per model of one record: runs, the runs' own seconds, FLOP, the rate per thread, and the minutes
+    of wall time above the floor it accounts for."""
     rate = _rate(results, record["dtype"])
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     groups: dict[str, list[dict]] = defaultdict(list)
@@ -88,6 +91,7 @@ def breakdown_rows(results: Results, name: str, record: dict[str, Any]) -> list[
     for model, runs in sorted(groups.items()):
         seconds, flops = sum(r["seconds"] for r in runs), sum(_flops(r) for r in runs)
         per_thread = flops / seconds / threads
+        above = (seconds - flops / (rate * threads)) / record["jobs"] / 60 if rate else None
         rows.append(
             (
                 name,
@@ -97,6 +101,7 @@ def breakdown_rows(results: Results, name: str, record: dict[str, Any]) -> list[
                 num(flops / 1e12),
                 num(per_thread / 1e9),
                 pct(per_thread / rate, 0) if rate else "-",
+                fixed(above, 1),
             )
         )
     return rows
@@ -139,5 +144,14 @@ def timing_section(results: Results) -> str:
         "code",
         f"≤ {fixed(TARGET_MINUTES, 0)} min",
     )
-    split = ("record", "model", "runs", "run seconds", "TFLOP", "GFLOP/s per thread", "of the reference rate")
+    split = (
+        "record",
+        "model",
+        "runs",
+        "run seconds",
+        "TFLOP",
+        "GFLOP/s per thread",
+        "of the reference rate",
+        "wall above the floor (min)",
+    )
     return "\n\n".join([TIMING_TEXT, table(head, rows), table(split, parts)])

@@ -110,12 +110,20 @@ def test_no_floor_without_trained_runs_or_a_bench_rate():
     assert floor_minutes(_results(_record(), dgemm=None), _record()) is None
 
 
-def test_the_split_gives_each_models_rate_per_thread_against_the_reference():
+def test_the_split_gives_each_models_rate_and_its_minutes_above_the_floor():
     rows = breakdown_rows(_results(_record()), "t.json", _record())
     assert [row[1] for row in rows] == ["single (linear), 128 filters", "single (nonlinear), 128 filters"]
     flops = run_flops(_runs()[1], 16_000)  # one run of 60 s on threads ÷ jobs = 1 thread
     rate = flops / 60
-    assert rows[1][2:] == (1, "60", f"{flops / 1e12:.3g}", f"{rate / 1e9:.3g}", pct(rate / 50e9, 0))
+    above = (60 - flops / 50e9) / 2 / 60  # beyond its floor at the reference rate, ÷ the 2 jobs
+    assert rows[1][2:] == (
+        1,
+        "60",
+        f"{flops / 1e12:.3g}",
+        f"{rate / 1e9:.3g}",
+        pct(rate / 50e9, 0),
+        f"{above:.1f}",
+    )
 
 
 def test_the_target_is_judged_only_on_the_targets_invocation_from_an_empty_directory():
