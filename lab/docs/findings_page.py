@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.docs.bench_targets import BENCH_TARGETS
 from lab.docs.evidence import extra, measured, missing, record, record_rows, records, verify_missing
 from lab.docs.findings_chen import FINDINGS as CHEN_FINDINGS
 from lab.docs.markdown import anchor, fixed, num, page
@@ -198,7 +199,38 @@ def performance(results: Results) -> str:
         if twin is not None and twin.get("min_ms"):
             sentence += f", {num(twin['min_ms'] / step['min_ms'])}× faster than its NumPy twin"
         text.append(sentence + ".")
+    bound = _step_bound(rows)
+    if bound:
+        text.append(bound)
     return "\n\n".join(text)
+
+
+def _step_bound(rows: list[dict]) -> str | None:
+    """What bounds Algorithm 1's structured ÷ dense target: the step's time outside its expert pass."""
+    target = BENCH_TARGETS[0]
+    found = [b.get("measures", {}) for b in rows if target.matches(b["name"])]
+    if not found or "ratio_to_dense_without_experts" not in found[0] or target.measure not in found[0]:
+        return None
+    ratio, rest = found[0][target.measure], found[0]["ratio_to_dense_without_experts"]
+    verdict = (
+        "so no faster expert kernel can meet the target: the router's product and gradient, the routing "
+        "and the updates would have to shrink too"
+        if rest >= target.threshold
+        else f"so the expert pass would have to take at most {num(100 * (target.threshold - rest))} % of it"
+    )
+    text = (
+        f"Algorithm 1's structured step takes {num(100 * ratio)} % of the dense step (target "
+        f"{target.bound}); its expert pass takes {num(100 * (ratio - rest))} %, and the rest of the step "
+        f"alone {num(100 * rest)} %, {verdict} (same run, calls alternating)."
+    )
+    times = {b["name"]: b.get("min_ms") for b in rows}
+    gemm, dense = times.get("test_dgemm_of_the_same_shape"), times.get("test_algorithm1_step[numba-dense]")
+    if gemm and dense:
+        text += (
+            f" The expert pass's noise products alone, at one-thread DGEMM's speed on each of 2 cores, "
+            f"would take {num(100 * gemm / 2 / dense)} % of the dense step (minimum times of the same run)."
+        )
+    return text
 
 
 def _is_twin(bench: dict) -> bool:

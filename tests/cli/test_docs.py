@@ -236,6 +236,28 @@ def test_the_targets_table_shows_what_bounds_a_target_beside_it(results):
     )
 
 
+def test_the_findings_say_what_bounds_the_step_target(results):
+    run = _structured_run()
+    (results / "bench" / "summary.json").write_text(json.dumps(summary(run, "0002_run.json")))
+    findings = render_all(results, SWEEPS)["findings.md"]
+    assert (
+        "structured step takes 25 % of the dense step (target ≤ 30 %); its expert pass takes 12.5 %, and the "
+        "rest of the step alone 12.5 %, so the expert pass would have to take at most 17.5 % of it"
+    ) in findings
+    assert "at one-thread DGEMM's speed" not in findings  # the summary has no DGEMM or dense step
+    step = next(b for b in run["benchmarks"] if b["name"] == "test_algorithm1_step[numba-structured]")
+    step["extra_info"]["ratio_to_dense_without_experts"] = 0.3
+    for name, ms in (("test_dgemm_of_the_same_shape", 2.0), ("test_algorithm1_step[numba-dense]", 10.0)):
+        stats = {"min": ms / 1e3}
+        run["benchmarks"].append(
+            {"name": name, "fullname": name, "group": "s", "stats": stats, "extra_info": {}}
+        )
+    (results / "bench" / "summary.json").write_text(json.dumps(summary(run, "0002_run.json")))
+    findings = render_all(results, SWEEPS)["findings.md"]
+    assert "the rest of the step alone 30 %, so no faster expert kernel can meet the target" in findings
+    assert "at one-thread DGEMM's speed on each of 2 cores, would take 10 % of the dense step" in findings
+
+
 def test_a_summary_without_measures_renders_its_targets_as_not_measured(results):
     performance = render_all(results, SWEEPS)["performance.md"]  # the routed-forward run only
     assert "| Algorithm 1 step, structured ÷ dense | - | ≤ 30 % | - | not measured |" in performance
