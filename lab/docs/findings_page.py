@@ -9,6 +9,7 @@ from lab.docs.evidence import extra, measured, missing, record, record_rows, rec
 from lab.docs.findings_chen import FINDINGS as CHEN_FINDINGS
 from lab.docs.markdown import anchor, fixed, num, page
 from lab.docs.results import Results
+from lab.docs.timing_section import TARGET_MINUTES, floor_minutes, model_times, target_status
 
 INTRO = """\
 A finding is a place where the lab and a paper part ways: a bound that holds with room to spare, a
@@ -202,7 +203,26 @@ def performance(results: Results) -> str:
     bound = _step_bound(rows)
     if bound:
         text.append(bound)
+    text += [sentence for name, record in results.timing if (sentence := _replication_time(results, record))]
     return "\n\n".join(text)
+
+
+def _replication_time(results: Results, record: dict) -> str | None:
+    """The target invocation's wall time beside its floor, and which models the minutes above it are."""
+    status, floor = target_status(record), floor_minutes(results, record)
+    if status == "-" or floor is None:
+        return None
+    wall = record["wall_seconds"] / 60
+    above: dict[str, float] = {"MoE": 0.0, "single CNN": 0.0}
+    for t in model_times(results, record):
+        above["MoE" if t.model.startswith("moe") else "single CNN"] += t.above_minutes or 0.0
+    return (
+        f"`replicate table1 table3 --seeds 10` in {record['dtype']} took {fixed(wall, 1)} min on "
+        f"{record['cores']} cores (target ≤ {fixed(TARGET_MINUTES, 0)} min, {status}), "
+        f"{wall / floor:.2f}× its arithmetic floor of {fixed(floor, 1)} min; of the minutes above the "
+        f"floor, the MoE runs account for {fixed(above['MoE'], 1)} and the single CNNs for "
+        f"{fixed(above['single CNN'], 1)} ([performance](performance.md))."
+    )
 
 
 def _step_bound(rows: list[dict]) -> str | None:

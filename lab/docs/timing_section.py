@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from lab.chen2022.arithmetic_floor import run_flops
@@ -79,32 +80,56 @@ def _model(run: dict[str, Any]) -> str:
     return f"{run['model']}, M = {run['M']}, J = {run['J']}"
 
 
-def breakdown_rows(results: Results, name: str, record: dict[str, Any]) -> list[tuple]:
-    """Per model of one record: runs, the runs' own seconds, FLOP, the rate per thread, and the minutes
-    of wall time above the floor it accounts for."""
+@dataclass(frozen=True)
+class ModelTime:
+    """One model's runs in a timing record: their own seconds, FLOP, rate per thread and, with a
+    reference rate, that rate's fraction and the minutes of wall time above the floor they account for."""
+
+    model: str
+    runs: int
+    seconds: float
+    flops: float
+    per_thread: float
+    fraction: float | None
+    above_minutes: float | None
+
+
+def model_times(results: Results, record: dict[str, Any]) -> list[ModelTime]:
+    """Per model of one record (sorted by name): its runs' seconds beyond their own floor ÷ the jobs."""
     rate = _rate(results, record["dtype"])
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     groups: dict[str, list[dict]] = defaultdict(list)
     for run in record["runs"]:
         groups[_model(run)].append(run)
-    rows = []
+    found = []
     for model, runs in sorted(groups.items()):
         seconds, flops = sum(r["seconds"] for r in runs), sum(_flops(r) for r in runs)
         per_thread = flops / seconds / threads
         above = (seconds - flops / (rate * threads)) / record["jobs"] / 60 if rate else None
-        rows.append(
-            (
-                name,
-                model,
-                len(runs),
-                fixed(seconds, 0),
-                num(flops / 1e12),
-                num(per_thread / 1e9),
-                pct(per_thread / rate, 0) if rate else "-",
-                fixed(above, 1),
+        found.append(
+            ModelTime(
+                model, len(runs), seconds, flops, per_thread, per_thread / rate if rate else None, above
             )
         )
-    return rows
+    return found
+
+
+def breakdown_rows(results: Results, name: str, record: dict[str, Any]) -> list[tuple]:
+    """Per model of one record: runs, the runs' own seconds, FLOP, the rate per thread, and the minutes
+    of wall time above the floor it accounts for."""
+    return [
+        (
+            name,
+            t.model,
+            t.runs,
+            fixed(t.seconds, 0),
+            num(t.flops / 1e12),
+            num(t.per_thread / 1e9),
+            pct(t.fraction, 0),
+            fixed(t.above_minutes, 1),
+        )
+        for t in model_times(results, record)
+    ]
 
 
 def timing_section(results: Results) -> str:

@@ -12,9 +12,10 @@ from lab.chen2022 import replicate as R
 from lab.chen2022.arithmetic_floor import run_flops
 from lab.cli.main import main
 from lab.cli.timing import TIMING_FORMAT
+from lab.docs.findings_page import _replication_time
 from lab.docs.markdown import pct
 from lab.docs.results import BenchSummary, Replication, Results, ResultsError, load_timing
-from lab.docs.timing_section import breakdown_rows, code_status, floor_minutes, timing_section
+from lab.docs.timing_section import breakdown_rows, code_status, floor_minutes, model_times, timing_section
 
 
 @pytest.fixture
@@ -148,3 +149,13 @@ def test_a_record_says_whether_the_table_runs_share_its_code():
     assert code_status(results("abc", "abc"), _record()) == "abc (as the table runs)"
     assert code_status(results("abc", "xyz"), _record()) == "abc (not as the table runs)"
     assert code_status(_results(_record()), _record()) == "abc"
+
+
+def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_above_its_floor():
+    record = _record()
+    above = sum(t.above_minutes for t in model_times(_results(record), record))
+    sentence = _replication_time(_results(record), record)
+    assert "in float64 took 10.0 min on 2 cores (target ≤ 15 min, met)" in sentence
+    assert f"the MoE runs account for 0.0 and the single CNNs for {above:.1f}" in sentence
+    assert _replication_time(_results(_record(seeds=1)), _record(seeds=1)) is None  # not the target's
+    assert _replication_time(_results(record, dgemm=None), record) is None  # no floor without a rate
