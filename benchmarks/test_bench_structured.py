@@ -131,6 +131,12 @@ def single(setting1, request):
 
 
 @pytest.fixture(scope="module")
+def linear_single(setting1):
+    """Table 1's linear single (128 filters): σ = identity, so both paths run one filter on the patch sum."""
+    return _single(setting1, "paper", 128, "linear")
+
+
+@pytest.fixture(scope="module")
 def tanh_single(setting1):
     """Table 7's tanh single (128 filters): its structured step reads σ from a `np.tanh` table."""
     return _single(setting1, "paper", 128, "tanh")
@@ -146,17 +152,21 @@ def _single_pass(benchmark, record_rate, single, path, name):
             plan.expert_pass, args=(batch, single["W"], routes, gate), rounds=10, warmup_rounds=1
         )
     width = D + int(cfg.bias)
-    record_rate(name, 2 * 2 * N * single["J"] * width * (4 if path == "dense" else 1))
+    # linear experts run one filter u = Σ_j a_j w_j on one patch (the patch sum), on either path
+    filters = 1 if cfg.activation == "linear" else single["J"]
+    patches = batch.xk.noise.shape[1] if path == "structured" else batch.xk.shape[1]
+    record_rate(name, 2 * 2 * N * filters * width * patches)
     dense_batch, dense_cfg = single["dense"]
     dense_pass = resolve(dense_cfg).expert_pass
     if path == "structured" and not benchmark.disabled:
         noise = batch.xk.noise.reshape(-1, width)  # the pass's dense products, as one-thread DGEMM
+        filters_run = np.ascontiguousarray(single["W"][:, :filters])
         with threadpool_limits(1, "blas"):
             pass_s, dense_s, gemm_s = _best_interleaved(
                 (
                     lambda: plan.expert_pass(batch, single["W"], routes, gate),
                     lambda: dense_pass(dense_batch, single["W"], routes, gate),
-                    lambda: _gemms([noise], single["W"]),
+                    lambda: _gemms([noise], filters_run),
                 ),
                 rounds=5,
             )
@@ -183,6 +193,13 @@ def test_single_cnn_pass(benchmark, record_rate, single, path):
 def test_tanh_single_pass(benchmark, record_rate, tanh_single, path):
     """The 128-filter tanh single's pass: the structured step's `np.tanh` table beside the dense path."""
     _single_pass(benchmark, record_rate, tanh_single, path, f"single_cnn_128_tanh_{path}")
+
+
+@pytest.mark.benchmark(group="single-cnn-linear-structured")
+@pytest.mark.parametrize("path", ["structured", "dense"])
+def test_linear_single_pass(benchmark, record_rate, linear_single, path):
+    """The 128-filter linear single's pass: the structured kernel on one filter beside the dense einsums."""
+    _single_pass(benchmark, record_rate, linear_single, path, f"single_cnn_128_linear_{path}")
 
 
 @pytest.fixture(scope="module")
