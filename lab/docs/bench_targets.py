@@ -154,3 +154,8 @@ def target_rows(benchmarks: list[dict[str, Any]]) -> list[tuple[BenchTarget, dic
     for target in BENCH_TARGETS:
         rows += [(target, b) for b in benchmarks if target.matches(b["name"])] or [(target, None)]
     return rows
+
+
+def named(name: str) -> BenchTarget:
+    """The target called `name` in `BENCH_TARGETS`."""
+    return next(t for t in BENCH_TARGETS if t.name == name)

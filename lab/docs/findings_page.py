@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.docs.bench_targets import BENCH_TARGETS
+from lab.docs.bench_targets import named
 from lab.docs.evidence import extra, measured, missing, record, record_rows, records, verify_missing
 from lab.docs.findings_chen import FINDINGS as CHEN_FINDINGS
 from lab.docs.markdown import anchor, fixed, num, page
@@ -240,7 +240,7 @@ def _replication_time(results: Results, record: dict) -> str | None:
 
 def _step_bound(rows: list[dict]) -> str | None:
     """What bounds Algorithm 1's structured ÷ dense target: the step's time outside its expert pass."""
-    target = BENCH_TARGETS[0]
+    target = named("Algorithm 1 step, structured ÷ dense")
     found = [b.get("measures", {}) for b in rows if target.matches(b["name"])]
     if not found or "ratio_to_dense_without_experts" not in found[0] or target.measure not in found[0]:
         return None
