@@ -44,6 +44,12 @@ def _best_interleaved(calls, rounds):
     return best
 
 
+def _record_ratio(benchmark, key, candidate_s, reference_s):
+    """extra_info[key] = candidate ÷ reference, and both times in ms under `key_ms`."""
+    benchmark.extra_info[key] = candidate_s / reference_s
+    benchmark.extra_info[f"{key}_ms"] = [1e3 * candidate_s, 1e3 * reference_s]
+
+
 @pytest.fixture(scope="module")
 def setting1():
     rng = np.random.default_rng(0)
@@ -101,8 +107,10 @@ def test_algorithm1_step(benchmark, record_rate, moe, path, lib):
 
 def _step_beside_dense(benchmark, moe, structured, dense, step, rounds):
     """ratio_to_dense: the structured step's min time ÷ the dense step's; ratio_to_dense_without_experts:
-    the same with the structured expert pass's min time taken off the step (router, gate, loss and
-    updates are left), the ratio no faster expert kernel can go below. The three alternate."""
+    the same with the structured expert pass's min time (forward, loss and ∇W) taken off the step
+    (the router, gate and updates are left), the ratio no faster expert kernel can go below. The
+    three alternate; a difference of two minimums, it can come out slightly negative where the rest
+    is within the timing noise (the NumPy path)."""
     (batch, plan), (dense_batch, dense_plan) = structured, dense
     step_s, experts_s, dense_s = _best_interleaved(
         (
@@ -112,8 +120,7 @@ def _step_beside_dense(benchmark, moe, structured, dense, step, rounds):
         ),
         rounds,
     )
-    benchmark.extra_info["ratio_to_dense"] = step_s / dense_s
-    benchmark.extra_info["ratio_to_dense_ms"] = [1e3 * step_s, 1e3 * dense_s]
+    _record_ratio(benchmark, "ratio_to_dense", step_s, dense_s)
     benchmark.extra_info["ratio_to_dense_without_experts"] = (step_s - experts_s) / dense_s
     benchmark.extra_info["expert_pass_ms"] = 1e3 * experts_s
 
@@ -170,8 +177,7 @@ def _single_pass(benchmark, record_rate, single, path, name):
                 ),
                 rounds=5,
             )
-        benchmark.extra_info["ratio_to_dense"] = pass_s / dense_s
-        benchmark.extra_info["ratio_to_dense_ms"] = [1e3 * pass_s, 1e3 * dense_s]
+        _record_ratio(benchmark, "ratio_to_dense", pass_s, dense_s)
         benchmark.extra_info["time_to_dgemm"] = pass_s / gemm_s
         benchmark.extra_info["fraction_of_dgemm_same_shape_per_core"] = gemm_s / (
             pass_s * numba.get_num_threads()
@@ -259,8 +265,7 @@ def _noise_patch_kernel(benchmark, record_rate, noise_only, lib, dtype, rtol):
                 rounds=20,
             )
         # kernel time × threads ÷ GEMM time = GEMM rate ÷ the kernel's rate per core
-        benchmark.extra_info[f"time_to_{gemm}"] = kernel_s / gemm_s
-        benchmark.extra_info[f"time_to_{gemm}_ms"] = [1e3 * kernel_s, 1e3 * gemm_s]
+        _record_ratio(benchmark, f"time_to_{gemm}", kernel_s, gemm_s)
         benchmark.extra_info[f"fraction_of_{gemm}_same_shape_per_core"] = gemm_s / (kernel_s * threads)
         benchmark.extra_info[f"fraction_of_{gemm}_same_shape_one_thread"] = gemm_s / one_thread_s
     ref_f, ref_grad = backend("numpy").routed_step(noise_only[0][-1], noise_only[1], routes, noise_only[3], 0)

@@ -201,7 +201,7 @@ def performance(results: Results) -> str:
             sentence += f", {num(twin['min_ms'] / step['min_ms'])}× faster than its NumPy twin"
         text.append(sentence + ".")
     text += [sentence for sentence in (_step_bound(rows), _linear_pass(rows)) if sentence]
-    text += [sentence for name, record in results.timing if (sentence := _replication_time(results, record))]
+    text += [sentence for _, record in results.timing if (sentence := _replication_time(results, record))]
     return "\n\n".join(text)
 
 
