@@ -4,7 +4,7 @@ Under Def. 3.1's structure (`lab.kernels.structured`) a signal patch costs one s
 expert and step, so a step of Algorithm 1 leaves two kinds of dense work: the experts' noise patches
 (P − S of them, S = `data.SIGNAL_ROLES`), forward ⟨w, ξ⟩ and backward Σ coef·σ'·ξ (E.2), each
 2·n·J·width FLOP per patch; and an MoE's router, h = sΘ and ∇Θ = sᵀ∂h (2·n·d·M each). Linear experts
-collapse to one filter on one patch (`plan.StructuredLinearExperts`). A multiply-add counts as two.
+collapse to one filter on one patch (`plan.LinearExperts`). A multiply-add counts as two.
 """
 
 from __future__ import annotations

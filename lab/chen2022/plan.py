@@ -74,10 +74,6 @@ class Experts:
         """a_j w_j, the effective filters; also ∇W from the effective filters' gradient (chain rule)."""
         return W * self.signs[None, :, None]
 
-    def kernel_filters(self, W: np.ndarray) -> np.ndarray:
-        """The filters the kernels run: a_j w_j; `signed` maps their gradient back to ∇W."""
-        return self.signed(W)
-
     def forward(self, xk: np.ndarray, W: np.ndarray, routes: np.ndarray):
         """f_{m_i}(x_i) (3.1) and the pre-activations z (n, P, J) the backward pass needs."""
         return self.lib.routed_forward(xk, self.signed(W), routes, self.act)
@@ -91,39 +87,21 @@ class Experts:
         return self.lib.dense_forward(xk, self.signed(W), self.act)
 
     def fused_step(self, xk, W: np.ndarray, routes: np.ndarray, margin_scale: np.ndarray, loss: int):
-        """f and ∇W (E.2) by the structured kernels' one pass, on the filters `kernel_filters(W)`."""
-        f, grad = self.lib.routed_step(xk, self.kernel_filters(W), routes, margin_scale, self.act, loss)
+        """f and ∇W (E.2) by the structured kernels' one pass, on the effective filters a_j w_j."""
+        f, grad = self.lib.routed_step(xk, self.signed(W), routes, margin_scale, self.act, loss)
         return f, self.signed(grad)
 
 
 class LinearExperts(Experts):
-    """σ = identity: f_m = ⟨Σ_j a_j w_{m,j}, s⟩ (3.1) on the batch's one patch s = Σ_p x⁽ᵖ⁾; no z."""
+    """σ = identity: f_m = ⟨u_m, s⟩, u_m = Σ_j a_j w_{m,j} (3.1), on the batch's one patch s = Σ_p x⁽ᵖ⁾:
+    the routed kernels with the one filter u_m per expert."""
 
-    def forward(self, xk, W, routes):
-        u = np.einsum("j,mjd->md", self.signs, W)
-        return np.einsum("nd,nd->n", xk[:, 0], u[routes]), None
-
-    def backward(self, xk, z, routes, coef, M):
-        """∇w_{m,j} = a_j Σ_{i: m_i = m} coef_i s_i (E.2): the same for every filter up to a_j."""
-        n = xk.shape[0]
-        by_expert = np.zeros((M, n), dtype=xk.dtype)
-        by_expert[routes, np.arange(n)] = coef
-        return self.signed((by_expert @ xk[:, 0])[:, None, :])
-
-
-class StructuredLinearExperts(LinearExperts):
-    """σ = identity on `structured.StructuredInputs`: f_m = Σ_p ⟨u_m, x⁽ᵖ⁾⟩, u_m = Σ_j a_j w_{m,j} (3.1)."""
-
-    def kernel_filters(self, W):
-        """u_m = Σ_j a_j w_{m,j}, one filter per expert, shape (M, 1, d); `signed` broadcasts ∇u back."""
+    def filters(self, W: np.ndarray) -> np.ndarray:
+        """u_m = Σ_j a_j w_{m,j}, shape (M, 1, d); `signed` broadcasts ∇u_m back to ∇w_{m,j} = a_j ∇u_m."""
         return np.einsum("j,mjd->md", self.signs, W)[:, None, :]
 
     def forward(self, xk, W, routes):
-        return self.lib.routed_forward(xk, self.kernel_filters(W), routes, self.act)
-
-    def backward(self, xk, z, routes, coef, M):
-        """∇w_{m,j} = a_j ∇u_m (E.2), ∇u_m from the structured kernel with the one filter u_m."""
-        return self.signed(self.lib.routed_backward(xk, z, routes, coef, M, self.act))
+        return self.lib.routed_forward(xk, self.filters(W), routes, self.act)
 
 
 class HalfLogitExperts(Experts):
@@ -362,17 +340,17 @@ def resolve(cfg: TrainConfig) -> Plan:
     if cfg.readout == "two-logit":
         signs[: cfg.J // 2] = -1.0
     signs.flags.writeable = False
-    if cfg.activation == "linear":
-        linear = StructuredLinearExperts if cfg.structured else LinearExperts
-        experts: Experts = linear(experts_lib, act, signs)
+    linear = cfg.activation == "linear"
+    if linear:  # the collapse to s (`training.prepare`) under either arithmetic
+        experts: Experts = LinearExperts(lib, act, signs)
     elif cfg.readout == "sum" or cfg.activation in ODD_ACTIVATIONS:
         experts = Experts(experts_lib, act, signs)
     else:
         experts = HalfLogitExperts(experts_lib, act, signs)
     loss = LOSSES[cfg.loss]
-    fused = cfg.readout == "sum" and cfg.loss == "logistic" and cfg.activation != "linear"
+    fused = cfg.readout == "sum" and cfg.loss == "logistic" and not linear
     expert_pass: ExpertPass | FusedPass | StructuredFusedPass = ExpertPass(experts, loss)
-    if cfg.structured:
+    if cfg.structured and not linear:
         expert_pass = StructuredFusedPass(experts, loss, experts_lib.MARGIN_LOSS_CODES[cfg.loss])
     elif fused:
         expert_pass = FusedPass(lib, act)

@@ -224,30 +224,37 @@ def run_code() -> str:
     return code_fingerprint(__name__)
 
 
-def _stored_run(path: Path, config: dict, keep_stale: bool) -> dict | None:
-    """The stored record of `config` at `path` if it is sound and from this code, else None.
-
-    A damaged file (not JSON, not a record, another config) is named on stderr and moved aside to
-    `*.corrupt`; a record from other code (stale) is named and recomputed, unless `keep_stale`.
-    """
+def stored_record(path: Path, config: dict, keep_stale: bool) -> tuple[dict | None, str]:
+    """The stored record of `config` at `path` and "", or None and why not: "absent", "damaged (…)"
+    (not JSON, not a record, another config) or "stale" (from other code, unless `keep_stale`).
+    Reads only: `_stored_run` acts on the answer."""
     if not path.exists():
-        return None
+        return None, "absent"
     try:
         record = json.loads(path.read_text())
         if not isinstance(record, dict) or any(record.get(k) != v for k, v in config.items()):
             raise ValueError("not the record of this run's configuration")
     except (ValueError, UnicodeDecodeError) as exc:
+        return None, f"damaged ({exc})"
+    if not keep_stale and record.get("code") != run_code():
+        return None, "stale"
+    return record, ""
+
+
+def _stored_run(path: Path, config: dict, keep_stale: bool) -> dict | None:
+    """`stored_record`, with a damaged file named on stderr and moved aside to `*.corrupt`, and a
+    stale one named (it is recomputed)."""
+    record, problem = stored_record(path, config, keep_stale)
+    if problem.startswith("damaged"):
         aside = path.with_name(path.name + ".corrupt")
         path.replace(aside)
-        print(f"run file {path} is damaged ({exc}); moved to {aside.name}, running again", file=sys.stderr)
-        return None
-    if not keep_stale and record.get("code") != run_code():
+        print(f"run file {path} is {problem}; moved to {aside.name}, running again", file=sys.stderr)
+    elif problem == "stale":
         print(
             f"run file {path} was computed by other code (stale); running again "
             "(--keep-stale keeps it on purpose)",
             file=sys.stderr,
         )
-        return None
     return record
 
 

@@ -3,11 +3,12 @@
 Three of the P patches of a sample are a scalar times one of the 2K orthonormal signals
 (`data.StructuredBatch`); ⟨w, s·u⟩ = s⟨w, u⟩, so the experts need the R × J products ⟨w_{m,j}, u_r⟩
 and the dense work on the P − 3 noise patches only (`lab.kernels.structured`). `inputs` is
-`training.prepare` for a structured batch (×input_scale, the bias coordinate, the linear experts'
-collapse); `kernels(lib)` is a backend whose routed kernels take these inputs, so the plan's experts,
-passes and gates run on them unchanged. The router's h = Θᵀ Σ_p x⁽ᵖ⁾ and ∇Θ (E.1) have structured
-forms too (`router_logits`, `router_gradient`); they save nothing per step, because Σ_p x⁽ᵖ⁾ is one
-d-vector per sample that `training.prepare` computes once.
+`training.prepare` for a structured batch (×input_scale, the bias coordinate); `kernels(lib)` is a
+backend whose routed kernels take these inputs, so the plan's experts, passes and gates run on them
+unchanged. Linear experts do not use it: their collapse to s = Σ_p x⁽ᵖ⁾ is less work still. The
+router's h = Θᵀ Σ_p x⁽ᵖ⁾ and ∇Θ (E.1) have structured forms too (`router_logits`, `router_gradient`);
+they save nothing per step, because Σ_p x⁽ᵖ⁾ is one d-vector per sample that `training.prepare`
+computes once.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class StructuredInputs:
 
     `signals` (R, d [+1]) and `offset` (d [+1],) carry the bias coordinate (0 in the signals, 1 in the
     offset) when the experts have a bias; `noise` (n, Q, d [+1]) holds the noise patches with their
-    bias coordinate 1, or for linear experts their sum (one patch, bias coordinate Q). `noise_sum`
+    bias coordinate 1. `noise_sum`
     (n, d) is Σ_q ξ_q without the bias coordinate, for the router. Everything is ×input_scale.
     """
 
@@ -58,21 +59,18 @@ class StructuredInputs:
         )
 
 
-def inputs(structure: StructuredBatch, input_scale: float, bias: bool, linear: bool) -> StructuredInputs:
-    """`training.prepare` on a structured batch: scale, bias coordinate, noise collapsed for linear σ."""
+def inputs(structure: StructuredBatch, input_scale: float, bias: bool) -> StructuredInputs:
+    """`training.prepare` on a structured batch: the scaled parts and the bias coordinate."""
     n, Q, d = structure.noise.shape
     scale, noise = structure.signal_scale, structure.noise
     if input_scale != 1.0:
         scale, noise = scale * input_scale, noise * input_scale
     noise_sum = noise.sum(axis=1)
     signals, offset = structure.signals, np.zeros(d)
-    if linear:  # f is linear in each patch: Σ_q σ(⟨w, ξ_q⟩ + b) = ⟨w, Σ_q ξ_q⟩ + Q b
-        noise = noise_sum[:, None, :]
     if bias:
         signals = np.hstack([signals, np.zeros((signals.shape[0], 1))])
         offset = np.append(offset, 1.0)
-        ones = float(Q) if linear else 1.0  # the bias coordinate of the collapsed patch counts Q patches
-        noise = np.concatenate([noise, np.full((n, noise.shape[1], 1), ones)], axis=2)
+        noise = np.concatenate([noise, np.ones((n, Q, 1))], axis=2)
     return StructuredInputs(
         signals=np.ascontiguousarray(signals),
         offset=offset,

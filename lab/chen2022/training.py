@@ -32,6 +32,8 @@ collapses the patches to s (exact, and P·J times cheaper than the patch kernels
 structured=True keeps the experts' input as Def. 3.1's structure (`lab.chen2022.structured`): three
 patches per sample are a scalar times a signal, so only the P − 3 noise patches need the dense
 kernels. The numbers agree with the dense path to rounding, not bit for bit; the default is dense.
+Linear experts keep their collapse to s under either arithmetic: one d-vector per sample is already
+less work than the structure's signal products plus a noise patch.
 
 dtype="float32" runs the experts' arithmetic in single precision, as the authors' code does: their
 inputs, filters, kernels and update. The router (d × M, a small share of the flops), the loss and
@@ -165,7 +167,7 @@ class Batch:
     """A dataset prepared once for the kernels: expert input xk, router input s = Σ_p x⁽ᵖ⁾, labels."""
 
     xk: np.ndarray | structured.StructuredInputs  # (n, P or 1, d [+1]) — scaled, bias column appended,
-    # collapsed to s if σ linear; as `structured.StructuredInputs` if cfg.structured
+    # collapsed to s if σ linear; else as `structured.StructuredInputs` if cfg.structured
     s: np.ndarray  # (n, d) — scaled
     y: np.ndarray  # (n,) float ±1
     cluster: np.ndarray  # (n,)
@@ -179,17 +181,16 @@ def prepare(data: Dataset, cfg: TrainConfig, signals: Signals | None = None) -> 
     """Scale inputs, append the bias coordinate, collapse to s for linear experts; s is computed once.
 
     With cfg.structured the experts' input keeps Def. 3.1's structure (`structured.inputs`), which
-    needs the signals; the router's s = Σ_p x⁽ᵖ⁾ is the same either way."""
+    needs the signals, unless σ is linear; the router's s = Σ_p x⁽ᵖ⁾ is the same either way."""
+    if cfg.structured and signals is None:
+        raise ValueError("cfg.structured needs the signals of the data: prepare(data, cfg, signals)")
     x = data.x * cfg.input_scale if cfg.input_scale != 1.0 else data.x
     s = x.sum(axis=1)
-    if cfg.structured:
-        if signals is None:
-            raise ValueError("cfg.structured needs the signals of the data: prepare(data, cfg, signals)")
-        xk = structured.inputs(
-            structure(data, signals), cfg.input_scale, cfg.bias, cfg.activation == "linear"
-        )
+    linear = cfg.activation == "linear"
+    if cfg.structured and not linear:
+        xk = structured.inputs(structure(data, signals), cfg.input_scale, cfg.bias)
         return Batch(xk.astype(cfg.dtype), s, data.y.astype(float), data.cluster)
-    xk = s[:, None, :] if cfg.activation == "linear" else x
+    xk = s[:, None, :] if linear else x
     if cfg.bias:
         # the bias coordinate is 1 in every patch, P in the collapsed patch s: Σ_p (⟨w, x⁽ᵖ⁾⟩ + b)
         ones = np.full((*xk.shape[:2], 1), float(x.shape[1]) / xk.shape[1])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import threading
@@ -132,17 +131,12 @@ def chen_configs(args: argparse.Namespace) -> dict[str, dict]:
 
 
 def _trains(config: dict, args: argparse.Namespace) -> bool:
-    """Whether `replicate` will train `config`: its run file in `--out` is absent, unreadable, of
-    another config or (without `--keep-stale`) from other code."""
+    """Whether `replicate` will train `config`: its run file in `--out` is absent, damaged, of another
+    config or (without `--keep-stale`) from other code (`stored_record`)."""
     from lab.chen2022 import replicate as chen
 
-    try:
-        record = json.loads((Path(args.out) / "runs" / f"{chen.run_key(config)}.json").read_text())
-    except (OSError, ValueError):
-        return True
-    if not isinstance(record, dict) or any(record.get(k) != v for k, v in config.items()):
-        return True
-    return not args.keep_stale and record.get("code") != chen.run_code()
+    path = Path(args.out) / "runs" / f"{chen.run_key(config)}.json"
+    return chen.stored_record(path, config, args.keep_stale)[0] is None
 
 
 def train_in_parallel(args: argparse.Namespace, configs: dict[str, dict]) -> None:

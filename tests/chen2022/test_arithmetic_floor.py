@@ -27,8 +27,9 @@ def test_the_count_follows_the_noise_patches_the_structured_inputs_hold(run):
     signals = data.make_signals(setting, rng)
     n = 64
     xk = prepare(data.sample(setting, signals, n, rng), cfg, signals).xk
-    _, patches, width = xk.noise.shape  # the structured kernels' dense work is on these patches only
-    filters = 1 if cfg.activation == "linear" else cfg.J  # linear filters add up to one
+    linear = cfg.activation == "linear"  # linear experts keep their collapse to s, one patch
+    _, patches, width = xk.shape if linear else xk.noise.shape  # the structured kernels' dense work
+    filters = 1 if linear else cfg.J  # linear filters add up to one
     router = 0 if run["model"].startswith("single") else 2 * 2 * n * setting.d * cfg.M
     assert step_flops(run, n) == 2 * 2 * n * patches * filters * width + router
     assert run_flops(run | {"steps": 7}, n) == 7 * step_flops(run, n)

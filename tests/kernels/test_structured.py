@@ -178,6 +178,7 @@ def _batches(K, P, d, cfg, seed):
         structured_cfg,
         training.init_experts(cfg, d, rng),
         rng,
+        structured.inputs(data.structure(sample, signals), cfg.input_scale, cfg.bias),
     )
 
 
@@ -212,16 +213,14 @@ def test_algorithm1_step_agrees_structured_and_dense(
     K, P, extra_d, M, J, activation, readout, variant, lib, seed
 ):
     cfg = training.variant_config(variant, M=M, J=J, activation=activation, readout=readout, backend=lib)
-    dense_batch, structured_batch, structured_cfg, W, rng = _batches(K, P, 2 * K + extra_d, cfg, seed)
+    dense_batch, structured_batch, structured_cfg, W, rng, parts = _batches(K, P, 2 * K + extra_d, cfg, seed)
     W = W * 30.0  # out of the small-init regime, so σ's curvature shows
     Theta = rng.normal(0.0, 0.3, size=(2 * K + extra_d, M))
     _step_disagreements(dense_batch, structured_batch, cfg, structured_cfg, W, Theta, 1e-9)
-    h = structured.router_logits(structured_batch.xk, Theta)
+    h = structured.router_logits(parts, Theta)  # the router's forms hold whatever the experts' σ
     assert_agree(h, dense_batch.s @ Theta, 1e-12, "router logits")
     dh = rng.normal(size=h.shape)
-    assert_agree(
-        structured.router_gradient(structured_batch.xk, dh), dense_batch.s.T @ dh, 1e-12, "router grad"
-    )
+    assert_agree(structured.router_gradient(parts, dh), dense_batch.s.T @ dh, 1e-12, "router grad")
     f_all = resolve(structured_cfg).experts.dense(structured_batch.xk, W)
     assert_agree(f_all, resolve(cfg).experts.dense(dense_batch.xk, W), 1e-9, "all experts")
 
@@ -230,7 +229,7 @@ def test_algorithm1_step_agrees_structured_and_dense(
 def test_single_cnn_pass_agrees_structured_and_dense(K, P, extra_d, J, activation, variant, lib, seed):
     """The single CNN's pass (one expert, gate 1, its own readout and loss) both ways."""
     cfg = dataclasses.replace(single_config(variant, activation=activation, J=J).expert_config(), backend=lib)
-    dense_batch, structured_batch, structured_cfg, W, _ = _batches(K, P, 2 * K + extra_d, cfg, seed)
+    dense_batch, structured_batch, structured_cfg, W, *_ = _batches(K, P, 2 * K + extra_d, cfg, seed)
     routes, gate = np.zeros(dense_batch.n, dtype=np.int64), np.ones(dense_batch.n)
     ref = resolve(cfg).expert_pass(dense_batch, W, routes, gate)
     got = resolve(structured_cfg).expert_pass(structured_batch, W, routes, gate)
@@ -241,7 +240,7 @@ def test_single_cnn_pass_agrees_structured_and_dense(K, P, extra_d, J, activatio
 def test_the_step_check_catches_a_signal_index_off_by_one():
     """Negative control for the whole step: shift every signal index by one and the comparison fails."""
     cfg = training.variant_config("paper", M=3, J=4)
-    dense_batch, structured_batch, structured_cfg, W, rng = _batches(3, 4, 9, cfg, 0)
+    dense_batch, structured_batch, structured_cfg, W, rng, _ = _batches(3, 4, 9, cfg, 0)
     xk = structured_batch.xk
     wrong = dataclasses.replace(xk, signal_index=(xk.signal_index + 1) % xk.signals.shape[0])
     wrong_batch = dataclasses.replace(structured_batch, xk=wrong)
