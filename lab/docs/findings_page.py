@@ -200,24 +200,10 @@ def performance(results: Results) -> str:
         if twin is not None and twin.get("min_ms"):
             sentence += f", {num(twin['min_ms'] / step['min_ms'])}× faster than its NumPy twin"
         text.append(sentence + ".")
-    text += [sentence for sentence in (_step_bound(rows), _linear_pass(rows)) if sentence]
+    if sentence := _step_bound(rows):
+        text.append(sentence)
     text += [sentence for _, record in results.timing if (sentence := _replication_time(results, record))]
     return "\n\n".join(text)
-
-
-def _linear_pass(rows: list[dict]) -> str | None:
-    """The linear single's structured pass against its dense pass, when the summary has the ratio."""
-    found = [b.get("measures", {}) for b in rows if b["name"] == "test_linear_single_pass[structured]"]
-    if not found or "ratio_to_dense" not in found[0]:
-        return None
-    measures = found[0]
-    rate = measures.get("fraction_of_dgemm_same_shape_per_core")
-    return (
-        f"A linear single CNN's structured pass takes {num(100 * measures['ratio_to_dense'])} % of its dense "
-        "pass: both run one filter on the patch sum, and the structured kernel's tiles cost more per sample "
-        "than the products they save"
-        + (f" (it reaches {num(100 * rate)} % of one-thread DGEMM on them, per core)." if rate else ".")
-    )
 
 
 def _replication_time(results: Results, record: dict) -> str | None:

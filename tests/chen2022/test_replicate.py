@@ -177,6 +177,23 @@ def test_a_run_file_from_other_code_is_stale_and_recomputed_unless_kept(tiny, tm
     assert "stale" in capsys.readouterr().err
 
 
+def test_reading_a_run_file_says_why_it_is_not_used_and_changes_nothing(tmp_path, capsys):
+    """`stored_record` (also the CLI's "will it train?") only reads: no file moved, nothing printed."""
+    config, path = _one_run(tmp_path)
+    assert R.stored_record(path, config, False) == (None, "absent")
+    path.parent.mkdir(parents=True)
+    path.write_text("[1, 2]")
+    record, why = R.stored_record(path, config, False)
+    assert record is None and why.startswith("damaged") and path.read_text() == "[1, 2]"
+    sound = dict(config, test_accuracy=50.0, code=R.run_code())
+    path.write_text(json.dumps(sound | {"code": "from-other-code"}))
+    assert R.stored_record(path, config, False) == (None, "stale")
+    assert R.stored_record(path, config, True) == (sound | {"code": "from-other-code"}, "")
+    path.write_text(json.dumps(sound))
+    assert R.stored_record(path, config, False) == (sound, "")
+    assert capsys.readouterr().err == "" and [p.name for p in path.parent.iterdir()] == [path.name]
+
+
 def test_without_matplotlib_reports_are_written_and_figures_skipped(
     tiny, replicate_args, tmp_path, monkeypatch, capsys
 ):

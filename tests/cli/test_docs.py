@@ -258,21 +258,6 @@ def test_the_findings_say_what_bounds_the_step_target(results):
     assert "at one-thread DGEMM's speed on each of 2 cores, would take 10 % of the dense step" in findings
 
 
-def test_the_findings_compare_the_linear_single_passes_when_measured(results):
-    run = _structured_run()
-    (results / "bench" / "summary.json").write_text(json.dumps(summary(run, "0002_run.json")))
-    assert "A linear single CNN's structured pass" not in render_all(results, SWEEPS)["findings.md"]
-    extra = {"ratio_to_dense": 1.25, "fraction_of_dgemm_same_shape_per_core": 0.125}
-    name = "test_linear_single_pass[structured]"
-    run["benchmarks"].append(
-        {"name": name, "fullname": name, "group": "s", "stats": {"min": 1e-3}, "extra_info": extra}
-    )
-    (results / "bench" / "summary.json").write_text(json.dumps(summary(run, "0002_run.json")))
-    findings = render_all(results, SWEEPS)["findings.md"]
-    assert "A linear single CNN's structured pass takes 125 % of its dense pass" in findings
-    assert "(it reaches 12.5 % of one-thread DGEMM on them, per core)." in findings
-
-
 def test_a_summary_without_measures_renders_its_targets_as_not_measured(results):
     performance = render_all(results, SWEEPS)["performance.md"]  # the routed-forward run only
     assert "| Algorithm 1 step, structured ÷ dense | - | ≤ 30 % | - | not measured |" in performance
