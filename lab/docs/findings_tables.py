@@ -74,6 +74,7 @@ def tables_1_3(results: Results) -> str:
             results, "table3", "paper", lambda c: c.model == "single (nonlinear)", command("table3")
         ),
         filter_count_effect(results, "paper"),
+        linear_single_spread(results),
         "The authors' coded departures (`--variant reference-code`), with the single CNNs trained as "
         "the authors' code trains them (plain cross-entropy on the two raw logits; the loss-based "
         "stopping tested before each update from step 500 on), every cell; the run records' `steps` "
@@ -88,6 +89,42 @@ def tables_1_3(results: Results) -> str:
         stopping_points(results),
     )
     return "\n\n".join(part for part in parts if part)
+
+
+def linear_single_spread(results: Results) -> str:
+    """Table 3's linear single CNNs (stated model) per filter count: the range of the last training loss
+    and the largest seed spread of a setting's test accuracy (Adam moves u = Σ_j a_j w_j by up to J·lr)."""
+    rep = full_tier(results, "table3", "paper")
+    runs = [
+        r
+        for r in (rep.payload["runs"] if rep else [])
+        if r["model"] == "single (linear)" and r.get("history", {}).get("loss")
+    ]
+    by_filters: dict[int, list[dict]] = {}
+    for r in runs:
+        by_filters.setdefault(r["filters"], []).append(r)
+    if len(by_filters) < 2:
+        return ""
+    lr = single_config("paper", activation="linear").lr
+    parts = []
+    for filters, mine in sorted(by_filters.items()):
+        last = [r["history"]["loss"][-1] for r in mine]
+        settings = {r["setting"] for r in mine}
+        spread = max(
+            float(np.std([r["test_accuracy"] for r in mine if r["setting"] == s], ddof=1)) for s in settings
+        )
+        parts.append(
+            f"{filters} filters ({len(mine)} runs): last training loss {fixed(min(last), 2)} to "
+            f"{fixed(max(last), 2)}, largest seed sd of a setting's test accuracy {fixed(spread, 2)} points"
+        )
+    widest = max(by_filters)
+    return (
+        f"Linear single CNNs in `{rep.name}`: " + "; ".join(parts) + ". Adam scales each coordinate's "
+        f"step to about lr = {num(lr)}, and every filter of a linear single gets the same gradient up to "
+        "its sign a_j, so u = Σ_j a_j w_j can move by J·lr per coordinate in one step "
+        f"({num(widest * lr)} at {widest} filters). The wide model's spread is consistent with runs that "
+        "end on an oscillation rather than a converged fit; its cell means carry that spread."
+    )
 
 
 def stopping_points(results: Results) -> str:

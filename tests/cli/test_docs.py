@@ -441,6 +441,25 @@ def test_512_against_128_filters_is_paired_by_seed(results, shift, below):
     assert "the paper's 512-filter row is below its 128-filter row in 1 of 1" in findings
 
 
+def test_the_linear_singles_spread_is_given_per_filter_count(results):
+    payload = _table1_payload()
+    runs = []
+    for config in chen.expand("table3", [1], 3):
+        wide = config.get("filters") == 512
+        loss = 0.5 + (0.4 * config["seed"] if wide else 0.01 * config["seed"])
+        accuracy = 70.0 + (10.0 if wide else 1.0) * config["seed"]
+        history = {"step": [0, 799], "loss": [0.69, loss], "train_accuracy": [0.5, 0.7]}
+        runs.append(
+            config | {"test_accuracy": accuracy, "history": history, "dispatch_entropy": None, "steps": 800}
+        )
+    payload["runs"], payload["config"]["target"] = runs, "table3"
+    (results / "replicate" / "table3.json").write_text(json.dumps(payload))
+    findings = render_all(results, SWEEPS)["findings.md"]
+    assert "128 filters (3 runs): last training loss 0.50 to 0.52, largest seed sd of a setting's" in findings
+    assert "512 filters (3 runs): last training loss 0.50 to 1.30, largest seed sd" in findings
+    assert "accuracy 10.00 points" in findings and "(5.12 at 512 filters)" in findings
+
+
 def test_same_init_levels_give_each_variants_span_beside_the_papers(results):
     for variant, level in (("paper", 75.0), ("reference-code", 95.0)):
         payload = _table1_payload()
