@@ -150,7 +150,8 @@ def tanh_single(setting1):
 
 
 def _single_pass(benchmark, record_rate, single, path, name):
-    """The single CNN's forward/backward (the Adam step's compute), M = 1, gate 1, beside the dense path."""
+    """The single CNN's forward/backward (the Adam step's compute), M = 1, gate 1, beside the dense path;
+    its answer checked against the NumPy twins' dense pass."""
     batch, cfg = single[path]
     plan = resolve(cfg)
     routes, gate = np.zeros(N, dtype=np.int64), np.ones(N)
@@ -167,13 +168,12 @@ def _single_pass(benchmark, record_rate, single, path, name):
     dense_pass = resolve(dense_cfg).expert_pass
     if path == "structured" and not benchmark.disabled:
         noise = batch.xk.noise.reshape(-1, width)  # the pass's dense products, as one-thread DGEMM
-        filters_run = np.ascontiguousarray(single["W"][:, :filters])
         with threadpool_limits(1, "blas"):
             pass_s, dense_s, gemm_s = _best_interleaved(
                 (
                     lambda: plan.expert_pass(batch, single["W"], routes, gate),
                     lambda: dense_pass(dense_batch, single["W"], routes, gate),
-                    lambda: _gemms([noise], filters_run),
+                    lambda: _gemms([noise], single["W"]),
                 ),
                 rounds=5,
             )
@@ -182,7 +182,8 @@ def _single_pass(benchmark, record_rate, single, path, name):
         benchmark.extra_info["fraction_of_dgemm_same_shape_per_core"] = gemm_s / (
             pass_s * numba.get_num_threads()
         )
-    ref = dense_pass(dense_batch, single["W"], routes, gate)
+    reference = resolve(dataclasses.replace(dense_cfg, backend="numpy")).expert_pass
+    ref = reference(dense_batch, single["W"], routes, gate)
     np.testing.assert_allclose(out.f, ref.f, rtol=1e-9, atol=1e-12 * np.max(np.abs(ref.f)))
     np.testing.assert_allclose(out.grad_W, ref.grad_W, rtol=1e-8, atol=1e-10 * np.max(np.abs(ref.grad_W)))
 

@@ -109,13 +109,14 @@ def linear_single_spread(results: Results) -> str:
     parts = []
     for filters, mine in sorted(by_filters.items()):
         last = [r["history"]["loss"][-1] for r in mine]
-        settings = {r["setting"] for r in mine}
-        spread = max(
-            float(np.std([r["test_accuracy"] for r in mine if r["setting"] == s], ddof=1)) for s in settings
-        )
+        by_setting: dict[int, list[float]] = {}
+        for r in mine:
+            by_setting.setdefault(r["setting"], []).append(r["test_accuracy"])
+        sds = [float(np.std(accs, ddof=1)) for accs in by_setting.values() if len(accs) > 1]
+        spread = f", largest seed sd of a setting's test accuracy {fixed(max(sds), 2)} points" if sds else ""
         parts.append(
             f"{filters} filters ({len(mine)} runs): last training loss {fixed(min(last), 2)} to "
-            f"{fixed(max(last), 2)}, largest seed sd of a setting's test accuracy {fixed(spread, 2)} points"
+            f"{fixed(max(last), 2)}{spread}"
         )
     widest = max(by_filters)
     return (

@@ -458,6 +458,11 @@ def test_the_linear_singles_spread_is_given_per_filter_count(results):
     assert "128 filters (3 runs): last training loss 0.50 to 0.52, largest seed sd of a setting's" in findings
     assert "512 filters (3 runs): last training loss 0.50 to 1.30, largest seed sd" in findings
     assert "accuracy 10.00 points" in findings and "(5.12 at 512 filters)" in findings
+    payload["runs"] = [r for r in runs if r["seed"] == 0]  # one seed: no sd to give, and no NaN
+    (results / "replicate" / "table3.json").write_text(json.dumps(payload))
+    findings = render_all(results, SWEEPS)["findings.md"]
+    assert "512 filters (1 runs): last training loss 0.50 to 0.50. Adam" in findings
+    assert "nan points" not in findings
 
 
 def test_same_init_levels_give_each_variants_span_beside_the_papers(results):
