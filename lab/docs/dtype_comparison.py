@@ -32,7 +32,8 @@ def paired_difference(wide: list[float], narrow: list[float]) -> tuple[float, fl
     return mean, mean - half, mean + half
 
 
-def _by_seed(rep: Replication, cell, setting: int) -> dict[int, float]:
+def by_seed(rep: Replication, cell, setting: int) -> dict[int, float]:
+    """Test accuracy by seed of one cell at one setting."""
     return {r["seed"]: r["test_accuracy"] for r in cell_runs(rep, cell, setting)}
 
 
@@ -41,7 +42,7 @@ def comparison_table(wide: Replication, narrow: Replication) -> tuple[str, int, 
     rows, agree = [], 0
     for cell in TARGETS[wide.target]:
         for setting in sorted(cell.paper):
-            a, b = _by_seed(wide, cell, setting), _by_seed(narrow, cell, setting)
+            a, b = by_seed(wide, cell, setting), by_seed(narrow, cell, setting)
             seeds = sorted(set(a) & set(b))
             if not seeds:
                 continue
@@ -77,20 +78,27 @@ def comparison_table(wide: Replication, narrow: Replication) -> tuple[str, int, 
     return table(head, rows), len(rows), agree
 
 
-def dtype_comparisons(files: list[Replication]) -> list[str]:
-    """A paired float32 / float64 section for each variant and arithmetic of a target that has both
-    full-tier files (a file is paired only with the file of its own variant and arithmetic)."""
-    parts = []
+def dtype_pairs(files: list[Replication]) -> list[tuple[str, str, Replication, Replication]]:
+    """(variant, arithmetic, float64 file, float32 file) for each variant and arithmetic that has both
+    full-tier files among `files` (a file is paired only with the file of its own variant and arithmetic)."""
+    pairs = []
     for variant, arithmetic in itertools.product(chen.VARIANTS, chen.ARITHMETIC):
         pick = {
             r.dtype: r for r in files if (r.variant, r.arithmetic, r.tier) == (variant, arithmetic, "full")
         }
-        if not {"float64", "float32"} <= set(pick):
-            continue
-        text, rows, agree = comparison_table(pick["float64"], pick["float32"])
+        if {"float64", "float32"} <= set(pick):
+            pairs.append((variant, arithmetic, pick["float64"], pick["float32"]))
+    return pairs
+
+
+def dtype_comparisons(files: list[Replication]) -> list[str]:
+    """A paired float32 / float64 section for each variant and arithmetic of a target that has both."""
+    parts = []
+    for variant, arithmetic, wide, narrow in dtype_pairs(files):
+        text, rows, agree = comparison_table(wide, narrow)
         parts.append(
             f"#### float32 beside float64, variant `{variant}`, arithmetic `{arithmetic}`\n\n"
-            f"`{pick['float32'].name}` against `{pick['float64'].name}`: the same data, seeds and "
+            f"`{narrow.name}` against `{wide.name}`: the same data, seeds and "
             "initial filters, the experts' arithmetic in single or double precision. "
             f"{agree} of {rows} cells agree within seed noise (the {LEVEL:.0%} Student-t interval of "
             "the mean paired difference contains 0).\n\n" + text

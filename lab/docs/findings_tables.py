@@ -10,7 +10,7 @@ from lab.chen2022.baselines import single_config
 from lab.chen2022.tables import TARGETS
 from lab.chen2022.training import variant_config
 from lab.core.stats import clopper_pearson
-from lab.docs.dtype_comparison import LEVEL, paired_difference
+from lab.docs.dtype_comparison import LEVEL, by_seed, comparison_table, dtype_pairs, paired_difference
 from lab.docs.evidence import cell_means, cell_runs, full_tier, replication_evidence
 from lab.docs.markdown import anchor, fixed, num, pct, table
 from lab.docs.replications_page import command
@@ -75,6 +75,7 @@ def tables_1_3(results: Results) -> str:
         ),
         filter_count_effect(results, "paper"),
         linear_single_spread(results),
+        rounding_sensitivity(results),
         "The authors' coded departures (`--variant reference-code`), with the single CNNs trained as "
         "the authors' code trains them (plain cross-entropy on the two raw logits; the loss-based "
         "stopping tested before each update from step 500 on), every cell; the run records' `steps` "
@@ -126,6 +127,69 @@ def linear_single_spread(results: Results) -> str:
         f"({num(widest * lr)} at {widest} filters). The wide model's spread is consistent with runs that "
         "end on an oscillation rather than a converged fit; its cell means carry that spread."
     )
+
+
+MOVED_BY = 1.0  # points of test accuracy: a float32 / float64 pair further apart counts as moved
+
+
+def rounding_sensitivity(results: Results) -> str:
+    """Table 3's stated-model runs paired across precision (same data, seeds and W⁽⁰⁾): how far the
+    experts' rounding alone moves one run's test accuracy, per cell, beside the seed-to-seed sd."""
+    files = [r for r in results.replications if r.target == "table3" and r.variant == "paper"]
+    pairs = dtype_pairs(files)
+    if not pairs:
+        return ""
+    _, _, wide, narrow = pairs[0]
+    rows, widest = [], None
+    for cell in TARGETS["table3"]:
+        gaps, sds = [], []
+        for setting in sorted(cell.paper):
+            a, b = by_seed(wide, cell, setting), by_seed(narrow, cell, setting)
+            seeds = sorted(set(a) & set(b))
+            for seed in seeds:
+                gap = abs(b[seed] - a[seed])
+                gaps.append(gap)
+                if widest is None or gap > widest[0]:
+                    widest = (gap, cell.label, setting, seed, a[seed], b[seed])
+            if len(seeds) > 1:
+                sds.append(float(np.std([a[seed] for seed in seeds], ddof=1)))
+        if gaps:
+            rows.append(
+                (
+                    cell.label,
+                    len(gaps),
+                    fixed(float(np.median(gaps)), 2),
+                    fixed(max(gaps), 2),
+                    sum(gap > MOVED_BY for gap in gaps),
+                    fixed(float(np.median(sds)), 2) if sds else "–",
+                )
+            )
+    if widest is None:
+        return ""
+    gap, label, setting, seed, a, b = widest
+    _, cells, agree = comparison_table(wide, narrow)
+    head = (
+        "cell (all settings)",
+        "paired runs",
+        "median |float32 − float64| (points)",
+        "largest",
+        f"pairs more than {num(MOVED_BY)} point apart",
+        "median seed sd, float64 (points)",
+    )
+    intro = (
+        f"How far rounding alone moves one run: `{narrow.name}` repeats every run of `{wide.name}` "
+        "with the same data, seeds and initial filters, only the experts' arithmetic in single "
+        "precision (the router stays float64, so an MoE's pair differs through its experts' outputs, "
+        f"which enter the router's gradient (E.1) and so its routes). {agree} of {cells} cells' means "
+        "agree within seed noise ([replications](replications.md#table3)); single runs need not:"
+    )
+    outro = (
+        f"The widest pair is {label}, setting {setting}, seed {seed}: {fixed(a, 2)} % in float64 and "
+        f"{fixed(b, 2)} % in float32 ({fixed(gap, 2)} points). Where a cell's typical gap approaches "
+        "its seed sd, a run's accuracy is not fixed by its seed and data: a change in rounding redraws "
+        "it much as a new seed would, so only the cell's distribution over seeds is a reproducible number."
+    )
+    return "\n\n".join((anchor("rounding"), intro, table(head, rows), outro))
 
 
 def stopping_points(results: Results) -> str:

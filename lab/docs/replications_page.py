@@ -8,7 +8,7 @@ import numpy as np
 
 from lab.chen2022 import replicate as chen
 from lab.docs.dtype_comparison import dtype_comparisons
-from lab.docs.markdown import anchor, num, page, table
+from lab.docs.markdown import anchor, fixed, num, page, table
 from lab.docs.results import Replication, Results, ResultsError
 from lab.makkuva2020 import fig1
 
@@ -82,11 +82,27 @@ def _chen_section(rep: Replication) -> str:
         + " for the MoEs; the dispatch entropy comes from the training set's noisy routes at the last "
         "step. Mean ± sample standard deviation over seeds; `diff` is the lab's mean minus the paper's."
     )
-    wall = config.get("wall_seconds")
-    parts = [head, *_caveats(rep, len(seeds)), chen.format_table(rep.target, runs)]
+    parts = [head, *_caveats(rep, len(seeds)), chen.format_table(rep.target, runs), _time_note(rep)]
+    return "\n\n".join(part for part in parts if part)
+
+
+def _time_note(rep: Replication) -> str:
+    """The runs' own training seconds, summed, beside the wall time of the invocation that last wrote
+    the file (which trains only the runs it does not find on disk, so it can be a fraction of a second)."""
+    seconds = [r["seconds"] for r in rep.payload["runs"] if isinstance(r.get("seconds"), int | float)]
+    wall = rep.payload["config"].get("wall_seconds")
+    parts = []
+    if seconds:
+        parts.append(
+            f"Training time of its runs: {fixed(sum(seconds) / 60, 1)} min (the run records' `seconds`, "
+            "summed)."
+        )
     if isinstance(wall, int | float):
-        parts.append(f"Wall time recorded in the file: {num(wall)} s.")
-    return "\n\n".join(parts)
+        parts.append(
+            f"The invocation that last wrote the file took {num(wall)} s of wall time; it trains only "
+            "the runs it does not find on disk."
+        )
+    return " ".join(parts)
 
 
 def _makkuva_section(rep: Replication) -> str:

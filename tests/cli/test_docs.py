@@ -547,3 +547,37 @@ def test_the_findings_link_the_committed_rates_figure():
     findings = render_all(RESULTS, SWEEPS)["findings.md"]
     links = re.findall(r"\]\(([\w./-]+\.png)\)", findings)
     assert links and all((DOCS / link).resolve().is_file() for link in links)
+
+
+def test_rounding_sensitivity_pairs_each_run_across_precision(results):
+    payload = _table1_payload()
+    runs = []
+    for config in chen.expand("table3", [1], 3):
+        runs.append(config | {"test_accuracy": 70.0 + config["seed"], "dispatch_entropy": None, "steps": 800})
+    payload["runs"], payload["config"]["target"] = runs, "table3"
+    (results / "replicate" / "table3.json").write_text(json.dumps(payload))
+    assert 'name="rounding"' not in render_all(results, SWEEPS)["findings.md"]  # no float32 file: no pairs
+
+    def moved(run):  # one 512-filter linear single run lands 30 points away in float32, the rest 0.1
+        wide = run["model"] == "single (linear)" and run.get("filters") == 512 and run["seed"] == 1
+        return run | {"test_accuracy": run["test_accuracy"] + (30.0 if wide else 0.1)}
+
+    narrow = payload | {"runs": [moved(r) for r in runs], "config": payload["config"] | {"dtype": "float32"}}
+    (results / "replicate" / "table3_float32.json").write_text(json.dumps(narrow))
+    findings = render_all(results, SWEEPS)["findings.md"]
+    assert "`table3_float32.json` repeats every run of `table3.json`" in findings
+    assert "| single (linear), 512 filters | 3 | 0.10 | 30.00 | 1 | 1.00 |" in findings
+    assert "| single (linear), 128 filters | 3 | 0.10 | 0.10 | 0 | 1.00 |" in findings
+    assert (
+        "The widest pair is single (linear), 512 filters, setting 1, seed 1: 71.00 % in float64" in findings
+    )
+
+
+def test_a_replication_gives_its_runs_training_time_beside_the_last_invocations_wall(results):
+    payload = _table1_payload()
+    payload["runs"] = [run | {"seconds": 45.0} for run in payload["runs"]]  # 8 runs: 6.0 min
+    payload["config"]["wall_seconds"] = 0.05
+    (results / "replicate" / "table1.json").write_text(json.dumps(payload))
+    page = render_all(results, SWEEPS)["replications.md"]
+    assert "Training time of its runs: 6.0 min (the run records' `seconds`, summed)." in page
+    assert "The invocation that last wrote the file took 0.05 s of wall time" in page
