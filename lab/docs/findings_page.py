@@ -202,12 +202,15 @@ def performance(results: Results) -> str:
         text.append(sentence + ".")
     if sentence := _step_bound(rows):
         text.append(sentence)
-    text += [sentence for _, record in results.timing if (sentence := _replication_time(results, record))]
+    text += [
+        sentence for name, record in results.timing if (sentence := _replication_time(results, name, record))
+    ]
     return "\n\n".join(text)
 
 
-def _replication_time(results: Results, record: dict) -> str | None:
-    """The target invocation's wall time beside its floor, and which models the minutes above it are."""
+def _replication_time(results: Results, name: str, record: dict) -> str | None:
+    """The target invocation's wall time (record `name`) beside its floor, and which models the minutes
+    above it are."""
     status, floor = target_status(record), floor_minutes(results, record)
     if status == "-" or floor is None:
         return None
@@ -217,7 +220,7 @@ def _replication_time(results: Results, record: dict) -> str | None:
         above["MoE" if t.model.startswith("moe") else "single CNN"] += t.above_minutes or 0.0
     return (
         f"`replicate table1 table3 --seeds 10` in {record['dtype']} took {fixed(wall, 1)} min on "
-        f"{record['cores']} cores (target ≤ {fixed(TARGET_MINUTES, 0)} min, {status}), "
+        f"{record['cores']} cores (`{name}`; target ≤ {fixed(TARGET_MINUTES, 0)} min, {status}), "
         f"{wall / floor:.2f}× its arithmetic floor of {fixed(floor, 1)} min; of the minutes above the "
         f"floor, the MoE runs account for {fixed(above['MoE'], 1)} and the single CNNs for "
         f"{fixed(above['single CNN'], 1)} ([performance](performance.md))."

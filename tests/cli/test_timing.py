@@ -154,8 +154,12 @@ def test_a_record_says_whether_the_table_runs_share_its_code():
 def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_above_its_floor():
     record = _record()
     above = sum(t.above_minutes for t in model_times(_results(record), record))
-    sentence = _replication_time(_results(record), record)
-    assert "in float64 took 10.0 min on 2 cores (target ≤ 15 min, met)" in sentence
+    sentence = _replication_time(_results(record), "t.json", record)
+    assert "in float64 took 10.0 min on 2 cores (`t.json`; target ≤ 15 min, met)" in sentence
     assert f"the MoE runs account for 0.0 and the single CNNs for {above:.1f}" in sentence
-    assert _replication_time(_results(_record(seeds=1)), _record(seeds=1)) is None  # not the target's
-    assert _replication_time(_results(record, dgemm=None), record) is None  # no floor without a rate
+    assert (
+        _replication_time(_results(_record(seeds=1)), "t.json", _record(seeds=1)) is None
+    )  # not the target's
+    assert (
+        _replication_time(_results(record, dgemm=None), "t.json", record) is None
+    )  # no floor without a rate
