@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -134,7 +135,7 @@ MOVED_BY = 1.0  # points of test accuracy: a float32 / float64 pair further apar
 
 def rounding_sensitivity(results: Results) -> str:
     """Table 3's stated-model runs paired across precision (same data, seeds and W⁽⁰⁾): how far the
-    experts' rounding alone moves one run's test accuracy, per cell, beside the seed-to-seed sd."""
+    experts' rounding alone moves one run's test accuracy, per cell, beside how far a new seed moves it."""
     files = [r for r in results.replications if r.target == "table3" and r.variant == "paper"]
     pairs = dtype_pairs(files)
     if not pairs:
@@ -142,7 +143,7 @@ def rounding_sensitivity(results: Results) -> str:
     _, _, wide, narrow = pairs[0]
     rows, widest = [], None
     for cell in TARGETS["table3"]:
-        gaps, sds = [], []
+        gaps, seed_gaps = [], []
         for setting in sorted(cell.paper):
             a, b = by_seed(wide, cell, setting), by_seed(narrow, cell, setting)
             seeds = sorted(set(a) & set(b))
@@ -151,8 +152,7 @@ def rounding_sensitivity(results: Results) -> str:
                 gaps.append(gap)
                 if widest is None or gap > widest[0]:
                     widest = (gap, cell.label, setting, seed, a[seed], b[seed])
-            if len(seeds) > 1:
-                sds.append(float(np.std([a[seed] for seed in seeds], ddof=1)))
+            seed_gaps += [abs(a[one] - a[other]) for one, other in itertools.combinations(seeds, 2)]
         if gaps:
             rows.append(
                 (
@@ -161,7 +161,7 @@ def rounding_sensitivity(results: Results) -> str:
                     fixed(float(np.median(gaps)), 2),
                     fixed(max(gaps), 2),
                     sum(gap > MOVED_BY for gap in gaps),
-                    fixed(float(np.median(sds)), 2) if sds else "–",
+                    fixed(float(np.median(seed_gaps)), 2) if seed_gaps else "–",
                 )
             )
     if widest is None:
@@ -174,7 +174,7 @@ def rounding_sensitivity(results: Results) -> str:
         "median |float32 − float64| (points)",
         "largest",
         f"pairs more than {num(MOVED_BY)} point apart",
-        "median seed sd, float64 (points)",
+        "median |seed − other seed|, float64 (points)",
     )
     intro = (
         f"How far rounding alone moves one run: `{narrow.name}` repeats every run of `{wide.name}` "
@@ -185,9 +185,10 @@ def rounding_sensitivity(results: Results) -> str:
     )
     outro = (
         f"The widest pair is {label}, setting {setting}, seed {seed}: {fixed(a, 2)} % in float64 and "
-        f"{fixed(b, 2)} % in float32 ({fixed(gap, 2)} points). Where a cell's typical gap approaches "
-        "its seed sd, a run's accuracy is not fixed by its seed and data: a change in rounding redraws "
-        "it much as a new seed would, so only the cell's distribution over seeds is a reproducible number."
+        f"{fixed(b, 2)} % in float32 ({fixed(gap, 2)} points). The last column pairs two seeds of one "
+        "setting in float64 instead. Where a cell's two medians are alike, a run's accuracy is not fixed "
+        "by its seed and data: a change in rounding redraws it as a new seed would, so only the cell's "
+        "distribution over seeds is a reproducible number."
     )
     return "\n\n".join((anchor("rounding"), intro, table(head, rows), outro))
 
