@@ -32,38 +32,43 @@ def paired_difference(wide: list[float], narrow: list[float]) -> tuple[float, fl
     return mean, mean - half, mean + half
 
 
-def by_seed(rep: Replication, cell, setting: int) -> dict[int, float]:
-    """Test accuracy by seed of one cell at one setting."""
+def _by_seed(rep: Replication, cell, setting: int) -> dict[int, float]:
     return {r["seed"]: r["test_accuracy"] for r in cell_runs(rep, cell, setting)}
+
+
+def paired_runs(wide: Replication, narrow: Replication):
+    """(cell, setting, seeds, accuracy by seed in `wide`, in `narrow`) for each cell and setting of the
+    target with runs of the same seeds in both files."""
+    for cell in TARGETS[wide.target]:
+        for setting in sorted(cell.paper):
+            a, b = _by_seed(wide, cell, setting), _by_seed(narrow, cell, setting)
+            seeds = sorted(set(a) & set(b))
+            if seeds:
+                yield cell, setting, seeds, a, b
 
 
 def comparison_table(wide: Replication, narrow: Replication) -> tuple[str, int, int]:
     """The paired table of two files of one target and variant; (Markdown, rows, rows that agree)."""
     rows, agree = [], 0
-    for cell in TARGETS[wide.target]:
-        for setting in sorted(cell.paper):
-            a, b = by_seed(wide, cell, setting), by_seed(narrow, cell, setting)
-            seeds = sorted(set(a) & set(b))
-            if not seeds:
-                continue
-            x, y = [a[s] for s in seeds], [b[s] for s in seeds]
-            mean, low, high = paired_difference(x, y)
-            holds = bool(low <= 0.0 <= high)
-            agree += holds
-            seed_sd = float(np.std(x, ddof=1)) if len(x) > 1 else None
-            rows.append(
-                (
-                    cell.label,
-                    setting,
-                    len(seeds),
-                    num(float(np.mean(x)), 4),
-                    num(float(np.mean(y)), 4),
-                    num(mean, 3),
-                    f"[{num(low, 3)}, {num(high, 3)}]",
-                    num(seed_sd, 3),
-                    "yes" if holds else "no",
-                )
+    for cell, setting, seeds, a, b in paired_runs(wide, narrow):
+        x, y = [a[s] for s in seeds], [b[s] for s in seeds]
+        mean, low, high = paired_difference(x, y)
+        holds = bool(low <= 0.0 <= high)
+        agree += holds
+        seed_sd = float(np.std(x, ddof=1)) if len(x) > 1 else None
+        rows.append(
+            (
+                cell.label,
+                setting,
+                len(seeds),
+                num(float(np.mean(x)), 4),
+                num(float(np.mean(y)), 4),
+                num(mean, 3),
+                f"[{num(low, 3)}, {num(high, 3)}]",
+                num(seed_sd, 3),
+                "yes" if holds else "no",
             )
+        )
     head = (
         "cell",
         "setting",

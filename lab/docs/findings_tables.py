@@ -11,7 +11,7 @@ from lab.chen2022.baselines import single_config
 from lab.chen2022.tables import TARGETS
 from lab.chen2022.training import variant_config
 from lab.core.stats import clopper_pearson
-from lab.docs.dtype_comparison import LEVEL, by_seed, comparison_table, dtype_pairs, paired_difference
+from lab.docs.dtype_comparison import LEVEL, comparison_table, dtype_pairs, paired_difference, paired_runs
 from lab.docs.evidence import cell_means, cell_runs, full_tier, replication_evidence
 from lab.docs.markdown import anchor, fixed, num, pct, table
 from lab.docs.replications_page import command
@@ -141,31 +141,29 @@ def rounding_sensitivity(results: Results) -> str:
     if not pairs:
         return ""
     _, _, wide, narrow = pairs[0]
-    rows, widest = [], None
-    for cell in TARGETS["table3"]:
-        gaps, seed_gaps = [], []
-        for setting in sorted(cell.paper):
-            a, b = by_seed(wide, cell, setting), by_seed(narrow, cell, setting)
-            seeds = sorted(set(a) & set(b))
-            for seed in seeds:
-                gap = abs(b[seed] - a[seed])
-                gaps.append(gap)
-                if widest is None or gap > widest[0]:
-                    widest = (gap, cell.label, setting, seed, a[seed], b[seed])
-            seed_gaps += [abs(a[one] - a[other]) for one, other in itertools.combinations(seeds, 2)]
-        if gaps:
-            rows.append(
-                (
-                    cell.label,
-                    len(gaps),
-                    fixed(float(np.median(gaps)), 2),
-                    fixed(max(gaps), 2),
-                    sum(gap > MOVED_BY for gap in gaps),
-                    fixed(float(np.median(seed_gaps)), 2) if seed_gaps else "–",
-                )
-            )
+    by_cell: dict[str, tuple[list[float], list[float]]] = {}  # label: (precision gaps, seed gaps)
+    widest = None
+    for cell, setting, seeds, a, b in paired_runs(wide, narrow):
+        gaps, seed_gaps = by_cell.setdefault(cell.label, ([], []))
+        for seed in seeds:
+            gap = abs(b[seed] - a[seed])
+            gaps.append(gap)
+            if widest is None or gap > widest[0]:
+                widest = (gap, cell.label, setting, seed, a[seed], b[seed])
+        seed_gaps += [abs(a[one] - a[other]) for one, other in itertools.combinations(seeds, 2)]
     if widest is None:
         return ""
+    rows = [
+        (
+            label,
+            len(gaps),
+            fixed(float(np.median(gaps)), 2),
+            fixed(max(gaps), 2),
+            sum(gap > MOVED_BY for gap in gaps),
+            fixed(float(np.median(seed_gaps)), 2) if seed_gaps else "–",
+        )
+        for label, (gaps, seed_gaps) in by_cell.items()
+    ]
     gap, label, setting, seed, a, b = widest
     _, cells, agree = comparison_table(wide, narrow)
     head = (

@@ -157,9 +157,8 @@ def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_abo
     sentence = _replication_time(_results(record), "t.json", record)
     assert "in float64 took 10.0 min on 2 cores (`t.json`; target ≤ 15 min, met)" in sentence
     assert f"the MoE runs account for 0.0 and the single CNNs for {above:.1f}" in sentence
-    assert (
-        _replication_time(_results(_record(seeds=1)), "t.json", _record(seeds=1)) is None
-    )  # not the target's
+    other = _record(seeds=1)  # not the target's invocation
+    assert _replication_time(_results(other), "t.json", other) is None
     assert (
         _replication_time(_results(record, dgemm=None), "t.json", record) is None
     )  # no floor without a rate
