@@ -27,8 +27,8 @@ class StructuredInputs:
 
     `signals` (R, d [+1]) and `offset` (d [+1],) carry the bias coordinate (0 in the signals, 1 in the
     offset) when the experts have a bias; `noise` (n, Q, d [+1]) holds the noise patches with their
-    bias coordinate 1. `noise_sum`
-    (n, d) is Σ_q ξ_q without the bias coordinate, for the router. Everything is ×input_scale.
+    bias coordinate 1. `noise_sum` (n, d) is Σ_q ξ_q without the bias coordinate, for the router.
+    Everything is ×input_scale.
     """
 
     signals: np.ndarray

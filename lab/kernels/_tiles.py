@@ -3,8 +3,10 @@
 `_tiles` groups the samples by routed expert (a stable counting sort within blocks of `BLOCK`
 consecutive samples) and cuts each group into tiles of `TILE` samples; `_tile_noise` copies a tile's
 noise patches into rows of one width, `_tile_noise_z` and `_tile_noise_gradient` are the dense work
-on them (4 × 2 and 4 × 4 register tiles), and `_signal_z` / `_tile_gradient` the signal patches'
-scalar terms of (3.1) and (E.2). `_chunks` fixes the reduction chunks by n alone (determinism).
+on them (4 × 2 and 4 × 4 register tiles of dot products over d), `_tile_noise_z_by_filters` and
+`_tile_noise_gradient_by_filters` the same work with the filters last (vectors of filters in
+registers, `lab.kernels._simd`; the cubic step), and `_signal_z` / `_tile_gradient` the signal
+patches' scalar terms of (3.1) and (E.2). `_chunks` fixes the reduction chunks by n alone (determinism).
 Numba's cache does not follow imports: after editing this module, delete
 `lab/kernels/__pycache__/*.nb*` so that the kernels calling it recompile.
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from lab.kernels._simd import vadd, vfma, vload, vstore, vzero
 
 TILE = 4  # samples of one expert per tile
 CHUNKS = 16  # reduction chunks at most, each of ≥ 512 samples: fewer (M, J, d) buffers to zero and add
@@ -88,6 +92,107 @@ def _tile_noise_z(xtile, W, m, S, ztile):
                 s3 += u[k] * x3[k]
             ztile[0, p, j], ztile[1, p, j], ztile[2, p, j], ztile[3, p, j] = s0, s1, s2, s3
             j += 1
+
+
+@njit(cache=True)
+def _rows4(v, o0, o1, o2, o3):
+    """The vectors of v (flat) at four offsets."""
+    return vload(v, o0), vload(v, o1), vload(v, o2), vload(v, o3)
+
+
+@njit(cache=True)
+def _fma4(r, x0, x1, x2, x3, g0, g1, g2, g3):
+    """r + x0 g0 + x1 g1 + x2 g2 + x3 g3 (scalars x, vectors g)."""
+    return vfma(vfma(vfma(vfma(r, x0, g0), x1, g1), x2, g2), x3, g3)
+
+
+@njit(cache=True)
+def _tile_noise_z_by_filters(xtile, Wt, m, S, Jc, ztile):
+    """ztile[a, S:, :Jc] = the noise patches' pre-activations of the tile's sample a under expert m,
+    from Wt (M, d, Jp) (filters last; Jc ≤ Jp a whole number of vectors): for each k, x_{a,k} times a
+    vector of filters added to a vector in a register (`lab.kernels._simd`), 4 samples × 4 vectors."""
+    Q, d, P, Jp = xtile.shape[1], xtile.shape[2], ztile.shape[1], Wt.shape[2]
+    L = 64 // Wt.itemsize
+    w, z = Wt.reshape(-1), ztile.reshape(-1)
+    for q in range(Q):
+        p = S + q
+        j = 0
+        while j + 4 * L <= Jc:
+            a0, a1, a2, a3 = vzero(w), vzero(w), vzero(w), vzero(w)
+            b0, b1, b2, b3 = vzero(w), vzero(w), vzero(w), vzero(w)
+            c0, c1, c2, c3 = vzero(w), vzero(w), vzero(w), vzero(w)
+            e0, e1, e2, e3 = vzero(w), vzero(w), vzero(w), vzero(w)
+            for k in range(d):
+                at = (m * d + k) * Jp + j
+                u0, u1, u2, u3 = _rows4(w, at, at + L, at + 2 * L, at + 3 * L)
+                x = xtile[0, q, k]
+                a0, b0, c0, e0 = vfma(a0, x, u0), vfma(b0, x, u1), vfma(c0, x, u2), vfma(e0, x, u3)
+                x = xtile[1, q, k]
+                a1, b1, c1, e1 = vfma(a1, x, u0), vfma(b1, x, u1), vfma(c1, x, u2), vfma(e1, x, u3)
+                x = xtile[2, q, k]
+                a2, b2, c2, e2 = vfma(a2, x, u0), vfma(b2, x, u1), vfma(c2, x, u2), vfma(e2, x, u3)
+                x = xtile[3, q, k]
+                a3, b3, c3, e3 = vfma(a3, x, u0), vfma(b3, x, u1), vfma(c3, x, u2), vfma(e3, x, u3)
+            for a, row in enumerate(((a0, b0, c0, e0), (a1, b1, c1, e1), (a2, b2, c2, e2), (a3, b3, c3, e3))):
+                at = (a * P + p) * Jp + j
+                for v in range(4):
+                    vstore(z, at + v * L, row[v])
+            j += 4 * L
+        while j < Jc:  # one vector: the even and odd k in separate sums, eight chains of FMAs in flight
+            a0, a1, a2, a3 = vzero(w), vzero(w), vzero(w), vzero(w)
+            b0, b1, b2, b3 = vzero(w), vzero(w), vzero(w), vzero(w)
+            for k in range(0, d - 1, 2):
+                at = (m * d + k) * Jp + j
+                u0, u1 = vload(w, at), vload(w, at + Jp)
+                a0, b0 = vfma(a0, xtile[0, q, k], u0), vfma(b0, xtile[0, q, k + 1], u1)
+                a1, b1 = vfma(a1, xtile[1, q, k], u0), vfma(b1, xtile[1, q, k + 1], u1)
+                a2, b2 = vfma(a2, xtile[2, q, k], u0), vfma(b2, xtile[2, q, k + 1], u1)
+                a3, b3 = vfma(a3, xtile[3, q, k], u0), vfma(b3, xtile[3, q, k + 1], u1)
+            if d % 2:
+                u0 = vload(w, (m * d + d - 1) * Jp + j)
+                a0, a1 = vfma(a0, xtile[0, q, d - 1], u0), vfma(a1, xtile[1, q, d - 1], u0)
+                a2, a3 = vfma(a2, xtile[2, q, d - 1], u0), vfma(a3, xtile[3, q, d - 1], u0)
+            vstore(z, p * Jp + j, vadd(a0, b0))
+            vstore(z, (P + p) * Jp + j, vadd(a1, b1))
+            vstore(z, (2 * P + p) * Jp + j, vadd(a2, b2))
+            vstore(z, (3 * P + p) * Jp + j, vadd(a3, b3))
+            j += L
+
+
+@njit(cache=True)
+def _tile_noise_gradient_by_filters(xtile, S, gtile, Jc, gradT):
+    """gradT[:, :Jc] += Σ_a Σ_q ξ_{i_a, q} ⊗ g_a[S + q, :Jc]: the noise patches' terms of (E.2) with
+    filters last, the tile's g in registers and each row of gradT loaded and stored once per 4 samples."""
+    Q, d, P, Jp = xtile.shape[1], xtile.shape[2], gtile.shape[1], gtile.shape[2]
+    L = 64 // gtile.itemsize
+    g, r = gtile.reshape(-1), gradT.reshape(-1)
+    for q in range(Q):
+        p = S + q
+        j = 0
+        while j + 4 * L <= Jc:
+            o0, o1, o2, o3 = p * Jp + j, (P + p) * Jp + j, (2 * P + p) * Jp + j, (3 * P + p) * Jp + j
+            g0, g1, g2, g3 = _rows4(g, o0, o1, o2, o3)
+            h0, h1, h2, h3 = _rows4(g, o0 + L, o1 + L, o2 + L, o3 + L)
+            e0, e1, e2, e3 = _rows4(g, o0 + 2 * L, o1 + 2 * L, o2 + 2 * L, o3 + 2 * L)
+            f0, f1, f2, f3 = _rows4(g, o0 + 3 * L, o1 + 3 * L, o2 + 3 * L, o3 + 3 * L)
+            for k in range(d):
+                at = k * Jp + j
+                x0, x1, x2, x3 = xtile[0, q, k], xtile[1, q, k], xtile[2, q, k], xtile[3, q, k]
+                r0, r1, r2, r3 = _rows4(r, at, at + L, at + 2 * L, at + 3 * L)
+                vstore(r, at, _fma4(r0, x0, x1, x2, x3, g0, g1, g2, g3))
+                vstore(r, at + L, _fma4(r1, x0, x1, x2, x3, h0, h1, h2, h3))
+                vstore(r, at + 2 * L, _fma4(r2, x0, x1, x2, x3, e0, e1, e2, e3))
+                vstore(r, at + 3 * L, _fma4(r3, x0, x1, x2, x3, f0, f1, f2, f3))
+            j += 4 * L
+        while j < Jc:
+            g0, g1, g2, g3 = _rows4(
+                g, p * Jp + j, (P + p) * Jp + j, (2 * P + p) * Jp + j, (3 * P + p) * Jp + j
+            )
+            for k in range(d):
+                at = k * Jp + j
+                x0, x1, x2, x3 = xtile[0, q, k], xtile[1, q, k], xtile[2, q, k], xtile[3, q, k]
+                vstore(r, at, _fma4(vload(r, at), x0, x1, x2, x3, g0, g1, g2, g3))
+            j += L
 
 
 @njit(cache=True)

@@ -121,6 +121,16 @@ def test_the_agreement_check_catches_a_signal_index_off_by_one(
         assert_agree(LIBS[lib].structured_forward(*wrong, W, routes, code)[1], z_right, TOL[dtype], "z")
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("J", "d", "Q"), [(33, 49, 1), (64, 50, 2), (65, 7, 1), (130, 50, 1), (512, 50, 1)])
+def test_cubic_step_with_filters_last_at_wide_layers(J, d, Q, dtype):
+    """The cubic step's filters-last tiles (four vectors of filters, then one at a time, odd and even d)
+    agree with the dense path at layers wider than the Hypothesis cases: J past four vectors of 8
+    (float64) or 16 (float32) lanes, and not a whole number of them."""
+    arrays, W, routes, coef = _problem(5, 97, 3, Q, 8, d, 2, J, False, dtype)
+    _kernel_disagreements(LIBS["numba"], arrays, W, routes, coef, ACTIVATION_CODES["cubic"], TOL[dtype])
+
+
 @pytest.mark.parametrize("d", [32, 33, 50])
 def test_float32_rows_padded_past_one_stride(d):
     """float32 rows are zero-padded to a multiple of 32 in the tiles (d = 50 is the tables' width):
