@@ -1,11 +1,11 @@
-"""One machine vector of floats as a Numba value: a load, a broadcast multiply-add and a store.
+"""One machine vector of floats as a Numba value: load, store, zero, add and broadcast multiply-add.
 
 LLVM vectorises a loop over d in the tile kernels, but the dot products it makes need a horizontal
 sum each, and at d = 50 those sums and the loop's tail cost about as much as the products. The
 GEMM way round is to keep a vector of filters per sample in a register and add x_k · W_k to it,
 k = 1..d: no horizontal sum and no tail. LLVM does not find that form in scalar code (neither as
 scalar accumulators nor as a loop over filters), so `Vec` is an LLVM vector type that Numba keeps in
-registers, and the intrinsics below are the three operations the kernels need. A vector is 64 bytes
+registers, and the intrinsics below are the five operations the kernels need. A vector is 64 bytes
 (`LANES`: 8 float64 or 16 float32), the width of one AVX-512 register; LLVM splits it on machines
 with narrower vectors. Indices are flat offsets into a C-contiguous array, not checked: the
 callers (`lab.kernels._tiles`) compute them from padded shapes. Numba's cache does not follow
