@@ -175,7 +175,7 @@ def performance(results: Results) -> str:
     fractions = {
         b["kernel"]: b["fraction_of_dgemm"]
         for b in rows
-        if b.get("fraction_of_dgemm") is not None and not _is_twin(b)
+        if b.get("fraction_of_dgemm") is not None and not _is_twin(b) and not _is_peak(b)
     }
     if not fractions:
         text.append(
@@ -190,6 +190,21 @@ def performance(results: Results) -> str:
         + ", ".join(f"`{k}` {num(100 * v)} %" for k, v in best)
         + f"; median over kernels {num(100 * float(np.median(list(fractions.values()))))} %."
     )
+    peaks = sorted(  # float64 first
+        (b for b in rows if _is_peak(b) and b.get("gflops") and b.get("fraction_of_dgemm")),
+        key=lambda b: b["kernel"] != "peak_fma_float64",
+    )
+    if peaks:
+        text.append(
+            "The one-thread DGEMM rate is not the machine's limit: one core's peak multiply-add rate "
+            "(independent vector FMAs, the same run) is "
+            + ", ".join(
+                f"{num(b['gflops'])} GFLOP/s in {b['kernel'].removeprefix('peak_fma_')} "
+                f"({num(b['fraction_of_dgemm'])}× DGEMM's)"
+                for b in peaks
+            )
+            + "."
+        )
     step = next((b for b in rows if b["kernel"] == "algorithm1_step"), None)
     twin = next((b for b in rows if b["kernel"] == "algorithm1_step_numpy"), None)
     if step is not None and step.get("min_ms"):
@@ -253,6 +268,11 @@ def _step_bound(rows: list[dict]) -> str | None:
             f"would take {num(100 * gemm / 2 / dense)} % of the dense step (minimum times of the same run)."
         )
     return text
+
+
+def _is_peak(bench: dict) -> bool:
+    """The peak multiply-add probe (`benchmarks/test_bench_peak.py`), a rate and not a kernel."""
+    return bench["kernel"].startswith("peak_fma_")
 
 
 def _is_twin(bench: dict) -> bool:

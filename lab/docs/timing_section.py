@@ -26,20 +26,29 @@ float64 and in float32.
 
 The arithmetic floor counts the dense products no structured step avoids
 (`lab.chen2022.arithmetic_floor`: the experts' noise patches forward and backward, an MoE router's two
-products) over every step of the runs the invocation trained, and divides the FLOP by the bench
-summary's one-thread DGEMM rate times the cores; in float32 by twice that rate (SGEMM's SIMD lanes
-hold twice as many numbers). The second table splits each record by model: the runs' own seconds
-(each run in a process with the Numba threads ÷ jobs), the rate they reached, per thread, as a
-fraction of that reference rate, and the minutes of wall time above the floor the model accounts for
-(its runs' seconds beyond their own floor, divided by the jobs that ran at once). The code column
-gives each record's code fingerprint and says whether every committed table run carries the same one:
+products) over every step of the runs the invocation trained, and divides the FLOP by the peak
+multiply-add rate of one core in the record's dtype times the cores: the bench summary's
+`peak_fma_float64` or `peak_fma_float32` (`benchmarks/test_bench_peak.py`: independent chains of
+64-byte vector FMAs, no memory traffic). No kernel runs faster than that, so the floor is a limit.
+One-thread DGEMM is not: on this machine NumPy's OpenBLAS runs its Haswell kernels (32-byte
+vectors, as threadpoolctl reports), and the structured cubic kernels, with 64-byte ones, outrun it.
+The second table splits each record by model: the runs' own seconds (each run in a process with the
+Numba threads ÷ jobs), the rate they reached, per thread, as a fraction of that peak rate, and the
+minutes of wall time above the floor the model accounts for (its runs' seconds beyond their own
+floor, divided by the jobs that ran at once). The code column gives each record's code fingerprint
+and says whether every committed table run carries the same one:
 a record made by other code timed other kernels."""
 
 
 def _rate(results: Results, dtype: str) -> float | None:
-    """The reference rate in FLOP/s per thread: one-thread DGEMM of the bench summary (×2 for float32)."""
-    rates = [s.payload["dgemm_gflops"] for s in results.bench if s.payload.get("dgemm_gflops")]
-    return rates[0] * 1e9 * (2 if dtype == "float32" else 1) if rates else None
+    """The peak rate in FLOP/s per thread: the bench summary's `peak_fma_<dtype>` (None without one)."""
+    rates = [
+        bench["gflops"]
+        for summary in results.bench
+        for bench in summary.payload.get("benchmarks", [])
+        if bench.get("kernel") == f"peak_fma_{dtype}" and bench.get("gflops")
+    ]
+    return rates[0] * 1e9 if rates else None
 
 
 def _flops(run: dict[str, Any]) -> float:
@@ -83,7 +92,7 @@ def _model(run: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class ModelTime:
     """One model's runs in a timing record: their own seconds, FLOP, rate per thread and, with a
-    reference rate, that rate's fraction and the minutes of wall time above the floor they account for."""
+    peak rate, that rate's fraction and the minutes of wall time above the floor they account for."""
 
     model: str
     runs: int
@@ -176,7 +185,7 @@ def timing_section(results: Results) -> str:
         "run seconds",
         "TFLOP",
         "GFLOP/s per thread",
-        "of the reference rate",
+        "of the peak rate",
         "wall above the floor (min)",
     )
     return "\n\n".join([TIMING_TEXT, table(head, rows), table(split, parts)])

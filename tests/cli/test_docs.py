@@ -258,6 +258,25 @@ def test_the_findings_say_what_bounds_the_step_target(results):
     assert "at one-thread DGEMM's speed on each of 2 cores, would take 10 % of the dense step" in findings
 
 
+def test_the_peak_multiply_add_rate_is_named_apart_from_the_kernels(results):
+    run = _bench_run()
+    for dtype, rate in (("float64", 100.0), ("float32", 200.0)):
+        extra = {"kernel": f"peak_fma_{dtype}", "gflops": rate, "fraction_of_dgemm": rate / 50.0}
+        name = f"test_peak_multiply_add_rate[{dtype}]"
+        stats = {"min": 1e-3, "median": 1e-3, "rounds": 20}
+        run["benchmarks"].append(
+            {"name": name, "fullname": name, "group": "peak", "stats": stats, "extra_info": extra}
+        )
+    (results / "bench" / "summary.json").write_text(json.dumps(summary(run, "0002_run.json")))
+    findings = render_all(results, SWEEPS)["findings.md"]
+    assert (
+        "per kernel in the committed benchmark summary ([performance](performance.md)): `routed_forward` "
+        in findings
+    )
+    assert "`peak_fma_" not in findings  # a rate, not one of the kernels
+    assert "is 100 GFLOP/s in float64 (2× DGEMM's), 200 GFLOP/s in float32 (4× DGEMM's)." in findings
+
+
 def test_a_summary_without_measures_renders_its_targets_as_not_measured(results):
     performance = render_all(results, SWEEPS)["performance.md"]  # the routed-forward run only
     assert "| Algorithm 1 step, structured ÷ dense | - | ≤ 30 % | - | not measured |" in performance

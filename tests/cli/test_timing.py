@@ -94,21 +94,25 @@ def _record(**fields) -> dict:
     } | fields
 
 
-def _results(record: dict, dgemm: float | None = 50.0) -> Results:
-    bench = [BenchSummary(Path("summary.json"), {"dgemm_gflops": dgemm})]
+def _results(record: dict, peak: float | None = 50.0) -> Results:
+    """Results with one timing record and a bench summary whose peak FMA rates are `peak` GFLOP/s in
+    float64 and 3 × `peak` in float32 (none if None), beside a DGEMM rate the floor must not use."""
+    rates = {} if peak is None else {"float64": peak, "float32": 3 * peak}
+    benches = [{"kernel": f"peak_fma_{dtype}", "gflops": rate} for dtype, rate in rates.items()]
+    bench = [BenchSummary(Path("summary.json"), {"dgemm_gflops": 7.0, "benchmarks": benches})]
     return Results({"records": []}, [], bench, timing=[("t.json", record)])
 
 
-def test_the_floor_is_the_trained_runs_flop_at_the_dgemm_rate_of_every_core():
+def test_the_floor_is_the_trained_runs_flop_at_the_peak_rate_of_every_core():
     expected = sum(run_flops(r, 16_000) for r in _runs()) / (50e9 * 2) / 60
     assert floor_minutes(_results(_record()), _record()) == pytest.approx(expected)
-    record32 = _record(dtype="float32")  # SGEMM's rate taken as twice DGEMM's
-    assert floor_minutes(_results(record32), record32) == pytest.approx(expected / 2)
+    record32 = _record(dtype="float32")  # its own dtype's peak rate
+    assert floor_minutes(_results(record32), record32) == pytest.approx(expected / 3)
 
 
-def test_no_floor_without_trained_runs_or_a_bench_rate():
+def test_no_floor_without_trained_runs_or_a_peak_rate():
     assert floor_minutes(_results(_record(runs=[])), _record(runs=[])) is None
-    assert floor_minutes(_results(_record(), dgemm=None), _record()) is None
+    assert floor_minutes(_results(_record(), peak=None), _record()) is None
 
 
 def test_the_split_gives_each_models_rate_and_its_minutes_above_the_floor():
@@ -116,7 +120,7 @@ def test_the_split_gives_each_models_rate_and_its_minutes_above_the_floor():
     assert [row[1] for row in rows] == ["single (linear), 128 filters", "single (nonlinear), 128 filters"]
     flops = run_flops(_runs()[1], 16_000)  # one run of 60 s on threads ÷ jobs = 1 thread
     rate = flops / 60
-    above = (60 - flops / 50e9) / 2 / 60  # beyond its floor at the reference rate, ÷ the 2 jobs
+    above = (60 - flops / 50e9) / 2 / 60  # beyond its floor at the peak rate, ÷ the 2 jobs
     assert rows[1][2:] == (
         1,
         "60",
@@ -159,6 +163,4 @@ def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_abo
     assert f"the MoE runs account for 0.0 and the single CNNs for {above:.1f}" in sentence
     other = _record(seeds=1)  # not the target's invocation
     assert _replication_time(_results(other), "t.json", other) is None
-    assert (
-        _replication_time(_results(record, dgemm=None), "t.json", record) is None
-    )  # no floor without a rate
+    assert _replication_time(_results(record, peak=None), "t.json", record) is None  # no floor without a rate
