@@ -22,7 +22,7 @@ CHAINS = 16
 @njit(cache=True)
 def _chains(x, steps):
     """x[:lanes] = the sum of 16 chains a ← a + x₀·v over `steps` steps (v = x[:lanes]), so none is dead."""
-    v, s = vload(x, 0), x[1]
+    v, s = vload(x, 0), x[0]
     a0, a1, a2, a3 = vzero(x), vzero(x), vzero(x), vzero(x)
     a4, a5, a6, a7 = vzero(x), vzero(x), vzero(x), vzero(x)
     b0, b1, b2, b3 = vzero(x), vzero(x), vzero(x), vzero(x)

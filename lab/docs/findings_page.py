@@ -9,7 +9,14 @@ from lab.docs.evidence import extra, measured, missing, record, record_rows, rec
 from lab.docs.findings_chen import FINDINGS as CHEN_FINDINGS
 from lab.docs.markdown import anchor, fixed, num, page
 from lab.docs.results import Results
-from lab.docs.timing_section import TARGET_MINUTES, floor_minutes, model_times, target_status
+from lab.docs.timing_section import (
+    PEAK_PREFIX,
+    TARGET_MINUTES,
+    floor_minutes,
+    model_times,
+    peak_benchmarks,
+    target_status,
+)
 
 INTRO = """\
 A finding is a place where the lab and a paper part ways: a bound that holds with room to spare, a
@@ -190,18 +197,14 @@ def performance(results: Results) -> str:
         + ", ".join(f"`{k}` {num(100 * v)} %" for k, v in best)
         + f"; median over kernels {num(100 * float(np.median(list(fractions.values()))))} %."
     )
-    peaks = sorted(  # float64 first
-        (b for b in rows if _is_peak(b) and b.get("gflops") and b.get("fraction_of_dgemm")),
-        key=lambda b: b["kernel"] != "peak_fma_float64",
-    )
+    peaks = {dtype: b for dtype, b in peak_benchmarks(results).items() if b.get("fraction_of_dgemm")}
     if peaks:
         text.append(
             "The one-thread DGEMM rate is not the machine's limit: one core's peak multiply-add rate "
             "(independent vector FMAs, the same run) is "
             + ", ".join(
-                f"{num(b['gflops'])} GFLOP/s in {b['kernel'].removeprefix('peak_fma_')} "
-                f"({num(b['fraction_of_dgemm'])}× DGEMM's)"
-                for b in peaks
+                f"{num(b['gflops'])} GFLOP/s in {dtype} ({num(b['fraction_of_dgemm'])}× DGEMM's)"
+                for dtype, b in peaks.items()
             )
             + "."
         )
@@ -272,7 +275,7 @@ def _step_bound(rows: list[dict]) -> str | None:
 
 def _is_peak(bench: dict) -> bool:
     """The peak multiply-add probe (`benchmarks/test_bench_peak.py`), a rate and not a kernel."""
-    return bench["kernel"].startswith("peak_fma_")
+    return bench["kernel"].startswith(PEAK_PREFIX)
 
 
 def _is_twin(bench: dict) -> bool:
