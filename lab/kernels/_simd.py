@@ -5,17 +5,17 @@ sum each, and at d = 50 those sums and the loop's tail cost about as much as the
 GEMM way round is to keep a vector of filters per sample in a register and add x_k · W_k to it,
 k = 1..d: no horizontal sum and no tail. LLVM does not find that form in scalar code (neither as
 scalar accumulators nor as a loop over filters), so `Vec` is an LLVM vector type that Numba keeps in
-registers, and the intrinsics below are the five operations the kernels need. A vector is 64 bytes
-(`LANES`: 8 float64 or 16 float32), the width of one AVX-512 register; LLVM splits it on machines
-with narrower vectors. Indices are flat offsets into a C-contiguous array, not checked: the
-callers (`lab.kernels._tiles`) compute them from padded shapes. Numba's cache does not follow
-imports: after editing this module, delete `lab/kernels/__pycache__/*.nb*`.
+registers, the intrinsics below are the five operations the kernels need, and `lanes` their width.
+A vector is 64 bytes (`LANES`: 8 float64 or 16 float32), the width of one AVX-512 register; LLVM
+splits it on machines with narrower vectors. Indices are flat offsets into a C-contiguous array,
+not checked: the callers (`lab.kernels._tiles`) compute them from padded shapes. Numba's cache does
+not follow imports: after editing this module, delete `lab/kernels/__pycache__/*.nb*`.
 """
 
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, models, register_model
 
@@ -36,6 +36,12 @@ class VecModel(models.PrimitiveModel):
     def __init__(self, dmm, fe_type):
         element = dmm.lookup(fe_type.dtype).get_value_type()
         super().__init__(dmm, fe_type, ir.VectorType(element, fe_type.lanes))
+
+
+@njit(cache=True, inline="always")
+def lanes(arr):
+    """The floats of arr's dtype in one vector."""
+    return VECTOR_BYTES // arr.itemsize
 
 
 def _address(context, builder, arrty, arr, offset, vty):

@@ -1,7 +1,8 @@
 """The tiles of the structured kernels (`lab.kernels.structured`): samples sorted by expert, four at a time.
 
 `_tiles` groups the samples by routed expert (a stable counting sort within blocks of `BLOCK`
-consecutive samples) and cuts each group into tiles of `TILE` samples; `_tile_noise` copies a tile's
+consecutive samples, `_block_tiles`, which the cubic step also runs per block inside its chunks) and
+cuts each group into tiles of `TILE` samples; `_tile_noise` copies a tile's
 noise patches into rows of one width, `_tile_noise_z` and `_tile_noise_gradient` are the dense work
 on them (4 × 2 and 4 × 4 register tiles of dot products over d), `_tile_noise_z_by_filters` and
 `_tile_noise_gradient_by_filters` the same work with the filters last (vectors of filters in
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from lab.kernels._simd import vadd, vfma, vload, vstore, vzero
+from lab.kernels._simd import lanes, vadd, vfma, vload, vstore, vzero
 
 TILE = 4  # samples of one expert per tile
 CHUNKS = 16  # reduction chunks at most, each of ≥ 512 samples: fewer (M, J, d) buffers to zero and add
@@ -32,7 +33,7 @@ def _signal_z(G, b, index, scale, i, m, zrow):
             zrow[t, j] = s * G[m, r, j] + b[m, j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _tile_rows(order, tiles, t):
     """The expert, the number of valid samples and the four sample indices of tile t (the last repeated)."""
     start, count, m = tiles[t, 0], tiles[t, 1], tiles[t, 2]
@@ -43,7 +44,7 @@ def _tile_rows(order, tiles, t):
     return m, count, i0, i1, i2, i3
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _tile_noise(noise, i0, i1, i2, i3, xtile):
     """xtile[a, q, :d] = ξ_{i_a, q}: the tile's noise patches in rows of `_row_width` (the rest stays 0)."""
     d = noise.shape[2]
@@ -94,6 +95,12 @@ def _tile_noise_z(xtile, W, m, S, ztile):
             j += 1
 
 
+@njit(cache=True, inline="always")
+def _sample_offsets(P, p, Jp):
+    """The flat offsets of patch p's row in each sample of a (4, P, Jp) tile."""
+    return p * Jp, (P + p) * Jp, (2 * P + p) * Jp, (3 * P + p) * Jp
+
+
 @njit(cache=True)
 def _rows4(v, o0, o1, o2, o3):
     """The vectors of v (flat) at four offsets."""
@@ -106,16 +113,16 @@ def _fma4(r, x0, x1, x2, x3, g0, g1, g2, g3):
     return vfma(vfma(vfma(vfma(r, x0, g0), x1, g1), x2, g2), x3, g3)
 
 
-@njit(cache=True)
-def _tile_noise_z_by_filters(xtile, Wt, m, S, Jc, ztile):
-    """ztile[a, S:, :Jc] = the noise patches' pre-activations of the tile's sample a under expert m,
-    from Wt (M, d, Jp) (filters last; Jc ≤ Jp a whole number of vectors): for each k, x_{a,k} times a
-    vector of filters added to a vector in a register (`lab.kernels._simd`), 4 samples × 4 vectors."""
-    Q, d, P, Jp = xtile.shape[1], xtile.shape[2], ztile.shape[1], Wt.shape[2]
-    L = 64 // Wt.itemsize
-    w, z = Wt.reshape(-1), ztile.reshape(-1)
+@njit(cache=True, inline="always")
+def _tile_noise_z_by_filters(xtile, w, Jp, m, Jc, z, S):
+    """z (the tile's (4, P, Jp) pre-activations, flat) [a, S:, :Jc] = the noise patches' pre-activations
+    of sample a under expert m, from w = Wt (M, d, Jp) flat (filters last; Jc ≤ Jp a whole number of
+    vectors): for each k, x_{a,k} times a vector of filters added to a vector in a register
+    (`lab.kernels._simd`), 4 samples × 4, 2 or 1 vectors (the last with even and odd k apart)."""
+    Q, d, L = xtile.shape[1], xtile.shape[2], lanes(w)
+    P = z.shape[0] // (TILE * Jp)
     for q in range(Q):
-        p = S + q
+        o0, o1, o2, o3 = _sample_offsets(P, S + q, Jp)
         j = 0
         while j + 4 * L <= Jc:
             a0, a1, a2, a3 = vzero(w), vzero(w), vzero(w), vzero(w)
@@ -133,12 +140,34 @@ def _tile_noise_z_by_filters(xtile, Wt, m, S, Jc, ztile):
                 a2, b2, c2, e2 = vfma(a2, x, u0), vfma(b2, x, u1), vfma(c2, x, u2), vfma(e2, x, u3)
                 x = xtile[3, q, k]
                 a3, b3, c3, e3 = vfma(a3, x, u0), vfma(b3, x, u1), vfma(c3, x, u2), vfma(e3, x, u3)
-            for a, row in enumerate(((a0, b0, c0, e0), (a1, b1, c1, e1), (a2, b2, c2, e2), (a3, b3, c3, e3))):
-                at = (a * P + p) * Jp + j
+            for o, row in (
+                (o0, (a0, b0, c0, e0)),
+                (o1, (a1, b1, c1, e1)),
+                (o2, (a2, b2, c2, e2)),
+                (o3, (a3, b3, c3, e3)),
+            ):
                 for v in range(4):
-                    vstore(z, at + v * L, row[v])
+                    vstore(z, o + j + v * L, row[v])
             j += 4 * L
-        while j < Jc:  # one vector: the even and odd k in separate sums, eight chains of FMAs in flight
+        while j + 2 * L <= Jc:
+            a0, a1, a2, a3 = vzero(w), vzero(w), vzero(w), vzero(w)
+            b0, b1, b2, b3 = vzero(w), vzero(w), vzero(w), vzero(w)
+            for k in range(d):
+                at = (m * d + k) * Jp + j
+                u0, u1 = vload(w, at), vload(w, at + L)
+                x = xtile[0, q, k]
+                a0, b0 = vfma(a0, x, u0), vfma(b0, x, u1)
+                x = xtile[1, q, k]
+                a1, b1 = vfma(a1, x, u0), vfma(b1, x, u1)
+                x = xtile[2, q, k]
+                a2, b2 = vfma(a2, x, u0), vfma(b2, x, u1)
+                x = xtile[3, q, k]
+                a3, b3 = vfma(a3, x, u0), vfma(b3, x, u1)
+            for o, u, v in ((o0, a0, b0), (o1, a1, b1), (o2, a2, b2), (o3, a3, b3)):
+                vstore(z, o + j, u)
+                vstore(z, o + j + L, v)
+            j += 2 * L
+        if j < Jc:  # one vector: the even and odd k in separate sums, eight chains of FMAs in flight
             a0, a1, a2, a3 = vzero(w), vzero(w), vzero(w), vzero(w)
             b0, b1, b2, b3 = vzero(w), vzero(w), vzero(w), vzero(w)
             for k in range(0, d - 1, 2):
@@ -152,31 +181,29 @@ def _tile_noise_z_by_filters(xtile, Wt, m, S, Jc, ztile):
                 u0 = vload(w, (m * d + d - 1) * Jp + j)
                 a0, a1 = vfma(a0, xtile[0, q, d - 1], u0), vfma(a1, xtile[1, q, d - 1], u0)
                 a2, a3 = vfma(a2, xtile[2, q, d - 1], u0), vfma(a3, xtile[3, q, d - 1], u0)
-            vstore(z, p * Jp + j, vadd(a0, b0))
-            vstore(z, (P + p) * Jp + j, vadd(a1, b1))
-            vstore(z, (2 * P + p) * Jp + j, vadd(a2, b2))
-            vstore(z, (3 * P + p) * Jp + j, vadd(a3, b3))
-            j += L
+            vstore(z, o0 + j, vadd(a0, b0))
+            vstore(z, o1 + j, vadd(a1, b1))
+            vstore(z, o2 + j, vadd(a2, b2))
+            vstore(z, o3 + j, vadd(a3, b3))
 
 
-@njit(cache=True)
-def _tile_noise_gradient_by_filters(xtile, S, gtile, Jc, gradT):
-    """gradT[:, :Jc] += Σ_a Σ_q ξ_{i_a, q} ⊗ g_a[S + q, :Jc]: the noise patches' terms of (E.2) with
-    filters last, the tile's g in registers and each row of gradT loaded and stored once per 4 samples."""
-    Q, d, P, Jp = xtile.shape[1], xtile.shape[2], gtile.shape[1], gtile.shape[2]
-    L = 64 // gtile.itemsize
-    g, r = gtile.reshape(-1), gradT.reshape(-1)
+@njit(cache=True, inline="always")
+def _tile_noise_gradient_by_filters(xtile, g, Jp, Jc, r, base, S):
+    """r (flat) [base + k·Jp + j] += Σ_a Σ_q ξ_{i_a, q, k} g_a[S + q, j], j < Jc: the noise patches' terms
+    of (E.2) with filters last (g the tile's (4, P, Jp) coefficients, flat), the tile's g in
+    registers and each row of the (d, Jp) sums loaded and stored once per 4 samples."""
+    Q, d, L = xtile.shape[1], xtile.shape[2], lanes(g)
+    P = g.shape[0] // (TILE * Jp)
     for q in range(Q):
-        p = S + q
+        o0, o1, o2, o3 = _sample_offsets(P, S + q, Jp)
         j = 0
         while j + 4 * L <= Jc:
-            o0, o1, o2, o3 = p * Jp + j, (P + p) * Jp + j, (2 * P + p) * Jp + j, (3 * P + p) * Jp + j
-            g0, g1, g2, g3 = _rows4(g, o0, o1, o2, o3)
-            h0, h1, h2, h3 = _rows4(g, o0 + L, o1 + L, o2 + L, o3 + L)
-            e0, e1, e2, e3 = _rows4(g, o0 + 2 * L, o1 + 2 * L, o2 + 2 * L, o3 + 2 * L)
-            f0, f1, f2, f3 = _rows4(g, o0 + 3 * L, o1 + 3 * L, o2 + 3 * L, o3 + 3 * L)
+            g0, g1, g2, g3 = _rows4(g, o0 + j, o1 + j, o2 + j, o3 + j)
+            h0, h1, h2, h3 = _rows4(g, o0 + j + L, o1 + j + L, o2 + j + L, o3 + j + L)
+            e0, e1, e2, e3 = _rows4(g, o0 + j + 2 * L, o1 + j + 2 * L, o2 + j + 2 * L, o3 + j + 2 * L)
+            f0, f1, f2, f3 = _rows4(g, o0 + j + 3 * L, o1 + j + 3 * L, o2 + j + 3 * L, o3 + j + 3 * L)
             for k in range(d):
-                at = k * Jp + j
+                at = base + k * Jp + j
                 x0, x1, x2, x3 = xtile[0, q, k], xtile[1, q, k], xtile[2, q, k], xtile[3, q, k]
                 r0, r1, r2, r3 = _rows4(r, at, at + L, at + 2 * L, at + 3 * L)
                 vstore(r, at, _fma4(r0, x0, x1, x2, x3, g0, g1, g2, g3))
@@ -184,15 +211,22 @@ def _tile_noise_gradient_by_filters(xtile, S, gtile, Jc, gradT):
                 vstore(r, at + 2 * L, _fma4(r2, x0, x1, x2, x3, e0, e1, e2, e3))
                 vstore(r, at + 3 * L, _fma4(r3, x0, x1, x2, x3, f0, f1, f2, f3))
             j += 4 * L
-        while j < Jc:
-            g0, g1, g2, g3 = _rows4(
-                g, p * Jp + j, (P + p) * Jp + j, (2 * P + p) * Jp + j, (3 * P + p) * Jp + j
-            )
+        while j + 2 * L <= Jc:
+            g0, g1, g2, g3 = _rows4(g, o0 + j, o1 + j, o2 + j, o3 + j)
+            h0, h1, h2, h3 = _rows4(g, o0 + j + L, o1 + j + L, o2 + j + L, o3 + j + L)
             for k in range(d):
-                at = k * Jp + j
+                at = base + k * Jp + j
+                x0, x1, x2, x3 = xtile[0, q, k], xtile[1, q, k], xtile[2, q, k], xtile[3, q, k]
+                r0, r1 = vload(r, at), vload(r, at + L)
+                vstore(r, at, _fma4(r0, x0, x1, x2, x3, g0, g1, g2, g3))
+                vstore(r, at + L, _fma4(r1, x0, x1, x2, x3, h0, h1, h2, h3))
+            j += 2 * L
+        if j < Jc:
+            g0, g1, g2, g3 = _rows4(g, o0 + j, o1 + j, o2 + j, o3 + j)
+            for k in range(d):
+                at = base + k * Jp + j
                 x0, x1, x2, x3 = xtile[0, q, k], xtile[1, q, k], xtile[2, q, k], xtile[3, q, k]
                 vstore(r, at, _fma4(vload(r, at), x0, x1, x2, x3, g0, g1, g2, g3))
-            j += L
 
 
 @njit(cache=True)
@@ -257,33 +291,42 @@ def _chunks(n):
     return 2 * min(CHUNKS // 2, n // 1024)
 
 
+@njit(cache=True, inline="always")
+def _block_tiles(routes, lo, hi, order, bounds, tiles):
+    """The samples lo ≤ i < hi grouped by expert (a stable counting sort into order[: hi − lo]), and
+    their tiles (start in order, samples ≤ TILE, expert) in tiles[: returned count]; bounds (M + 1,)
+    is scratch. Tiles never span two experts, so a block of b samples has at most b // TILE + M."""
+    M = bounds.shape[0] - 1
+    bounds[:] = 0
+    for i in range(lo, hi):
+        bounds[routes[i] + 1] += 1
+    for m in range(M):
+        bounds[m + 1] += bounds[m]
+    t = 0
+    for m in range(M):
+        for a in range(bounds[m], bounds[m + 1], TILE):
+            tiles[t, 0], tiles[t, 1], tiles[t, 2] = a, min(TILE, bounds[m + 1] - a), m
+            t += 1
+    for i in range(lo, hi):  # bounds[m]: expert m's next free slot
+        order[bounds[routes[i]]] = i
+        bounds[routes[i]] += 1
+    return t
+
+
 @njit(cache=True)
 def _tiles(routes, M, block):
-    """Samples grouped by expert within blocks of `block` consecutive samples (a stable counting sort),
-    and tiles (T, 3) of (start in that order, samples <= TILE, expert): a block's noise stays in cache."""
+    """Samples grouped by expert within blocks of `block` consecutive samples (`_block_tiles`), and tiles
+    (T, 3) of (start in that order, samples <= TILE, expert): a block's noise stays in cache."""
     n = routes.shape[0]
     blocks = (n + block - 1) // block
-    counts = np.zeros(blocks * M, dtype=np.int64)
-    for k in range(blocks):  # block by block: no division per sample
-        for i in range(k * block, min(n, (k + 1) * block)):
-            counts[k * M + routes[i]] += 1
-    starts = np.empty(blocks * M, dtype=np.int64)
-    total = T = 0
-    for g in range(blocks * M):
-        starts[g] = total
-        total += counts[g]
-        T += (counts[g] + TILE - 1) // TILE
     order = np.empty(n, dtype=np.int64)
-    fill = starts.copy()
-    for k in range(blocks):
-        for i in range(k * block, min(n, (k + 1) * block)):
-            g = k * M + routes[i]
-            order[fill[g]] = i
-            fill[g] += 1
-    tiles = np.empty((T, 3), dtype=np.int64)
+    tiles = np.empty((n // TILE + blocks * M, 3), dtype=np.int64)
+    local = np.empty((block // TILE + M, 3), dtype=np.int64)
+    bounds = np.empty(M + 1, dtype=np.int64)
     t = 0
-    for g in range(blocks * M):
-        for a in range(0, counts[g], TILE):
-            tiles[t, 0], tiles[t, 1], tiles[t, 2] = starts[g] + a, min(TILE, counts[g] - a), g % M
+    for k in range(blocks):
+        lo, hi = k * block, min(n, (k + 1) * block)
+        for u in range(_block_tiles(routes, lo, hi, order[lo:hi], bounds, local)):
+            tiles[t, 0], tiles[t, 1], tiles[t, 2] = lo + local[u, 0], local[u, 1], local[u, 2]
             t += 1
-    return order, tiles
+    return order, tiles[:t]

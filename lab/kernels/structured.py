@@ -18,11 +18,14 @@ runs, keeps the filters last instead (`_filters_last`, `_tile_noise_z_by_filters
 times four machine vectors of filters in registers, one multiply-add per k, no horizontal sums
 (`lab.kernels._simd`). Measured on one thread at setting 1, a 512-filter single's step went from
 31 to 19 ms in float64 and from 23 to 10 ms in float32, a 128-filter single's from 8.5 to 5.7 ms.
-The other activations keep the dot-product tiles.
+Each chunk of the cubic step sorts its own blocks of samples (`_block_tiles`), zeroes its own
+buffers, and its epilogue is one jitted pass (`_cubic_gradient`): the serial NumPy glue around the
+kernel had cost about 90 µs a call. The other activations keep the dot-product tiles.
 
 Determinism is that of `lab.kernels.routed`: the tiles are fixed by the routes, reductions use a
-number of chunks that depends on n only, each chunk reduced into its own buffers, and the buffers
-are added in chunk order. z (n, S + Q, J) lists the signal patches first, then the noise patches.
+number of chunks that depends on n only (the cubic step's chunks hold whole blocks of samples), each
+chunk reduced into its own buffers, and the buffers are added in chunk order. z (n, S + Q, J) lists
+the signal patches first, then the noise patches.
 The names in `__all__` are Python entry points that check their arguments with `lab.kernels._checks`
 (the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`, and
 so are the sums (a literal 0.0 would make Numba add float32 products in float64, at half the SIMD width).
@@ -36,9 +39,11 @@ cubic in s with coefficients per (expert, signal), and their terms of (E.2) foll
 The jitted loops inline `_sigma`, `_sigma_prime`, `_sigma_and_prime`, `_slopes` and
 `_expert_on_sample` of `lab.kernels.routed` and call the tile helpers of `lab.kernels._tiles`;
 Numba's cache does not follow those imports, so after editing them delete
-`lab/kernels/__pycache__/*.nb*`. The tile helpers are plain calls, not Numba-inlined: LLVM inlines
-them anyway, and Numba's own inlining of them doubled the compile time (about 2 min per dtype on the
-loaded 2-core machine).
+`lab/kernels/__pycache__/*.nb*`. The dot-product tile helpers are plain calls: Numba's inlining of
+them doubled the compile time (about 2 min per dtype on the loaded 2-core machine). The cubic step's
+helpers are inlined (`inline="always"`) and take flat views made once per call: as plain calls from
+a parallel loop they stayed calls, each passing about 26 words of array structs and making new
+views (reference counts) per tile, and at the MoE's 16 filters that was a quarter of the step.
 """
 
 from __future__ import annotations
@@ -51,10 +56,11 @@ from numba import njit, prange
 
 from lab.kernels import _checks
 from lab.kernels._checks import MARGIN_LOSS_CODES
-from lab.kernels._simd import VECTOR_BYTES
+from lab.kernels._simd import lanes
 from lab.kernels._tiles import (
     BLOCK,
     TILE,
+    _block_tiles,
     _chunks,
     _signal_z,
     _tile_gradient,
@@ -66,7 +72,14 @@ from lab.kernels._tiles import (
     _tiles,
 )
 from lab.kernels.activations import ACTIVATION_CODES
-from lab.kernels.routed import _expert_on_sample, _sigma, _sigma_and_prime, _sigma_prime, _slopes
+from lab.kernels.routed import (
+    _expert_on_sample,
+    _logistic_slope,
+    _sigma,
+    _sigma_and_prime,
+    _sigma_prime,
+    _slopes,
+)
 from lab.kernels.structured_numpy import signal_gradient, signal_products
 
 __all__ = [
@@ -121,14 +134,6 @@ def _tabulated(z: np.ndarray) -> np.ndarray:
     """tanh z at every pre-activation z (n, P, J), in place by NumPy's SIMD ufunc: about 15 times the
     rate of Numba's scalar libm call here (a tanh single spent most of its step in it)."""
     return np.tanh(z, out=z)
-
-
-@njit(cache=True)
-def _logistic_slope(margin):
-    """ℓ'(margin) = −1 / (1 + e^{margin}) of (3.3), without overflow."""
-    if margin < 0:
-        return -1.0 / (1.0 + math.exp(margin))
-    return -math.exp(-margin) / (1.0 + math.exp(-margin))
 
 
 @njit(cache=True)
@@ -228,84 +233,115 @@ def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin
     return f, buffers, A, B
 
 
-def cubic_signal_sums(G: np.ndarray, b: np.ndarray, readout: np.ndarray) -> np.ndarray:
+@njit(cache=True)
+def cubic_signal_sums(G, b, readout):
     """C (M, R, 4), C_k = Σ_j a_j G_{m,r,j}^k b_{m,j}^{3−k}: Σ_j a_j (s G + b)³ = Σ_k binom(3, k) s^k C_k.
 
     With it a signal patch s u_r + o adds a cubic in s to f (3.1), whatever the number of filters."""
-    a = readout.astype(G.dtype, copy=False)
-    bb = b[:, None, :]
-    ab = a * bb  # a_j b_{m,j}, shape (M, 1, J)
-    G2 = G * G
-    C = np.empty((*G.shape[:2], 4), dtype=G.dtype)
-    C[..., 0] = (ab * bb * bb).sum(axis=-1)
-    C[..., 1] = (G * ab * bb).sum(axis=-1)
-    C[..., 2] = (G2 * ab).sum(axis=-1)
-    C[..., 3] = (G2 * G) @ a
+    M, R, J = G.shape
+    C = np.zeros((M, R, 4), dtype=G.dtype)
+    for m in range(M):
+        for r in range(R):
+            for j in range(J):
+                g, bj, a = G[m, r, j], b[m, j], readout[j]
+                C[m, r, 0] += a * bj * bj * bj
+                C[m, r, 1] += a * g * bj * bj
+                C[m, r, 2] += a * g * g * bj
+                C[m, r, 3] += a * g * g * g
     return C
 
 
-def cubic_signal_scalars(G, b, readout, sums) -> tuple[np.ndarray, np.ndarray]:
-    """A (M, R, J), B (M, J) of (E.2) for σ = z³ from sums (M, R, 4) of coef·s^k over each expert's
-    signal patches of signal r: σ'(s G + b) = 3(s G + b)², so A = 3a(G²S₃ + 2Gb S₂ + b²S₁) and
-    B = 3a Σ_r (G²S₂ + 2Gb S₁ + b²S₀)."""
-    S0, S1, S2, S3 = (sums[:, :, k, None] for k in range(4))
-    bb = b[:, None, :]
-    three_a = 3.0 * readout.astype(G.dtype, copy=False)
-    A = three_a * (G * G * S3 + 2.0 * G * bb * S2 + bb * bb * S1)
-    B = three_a * (G * G * S2 + 2.0 * G * bb * S1 + bb * bb * S0).sum(axis=1)
-    return A, B
+@njit(cache=True)
+def _cubic_gradient(buffers, sums, G, b, readout, signals, offset):
+    """∇W (M, J, d) of (E.2) for σ = z³: the noise patches' sums (chunks, M, d, Jp) added in chunk order,
+    plus Σ_r A_r u_r + B o, with A (M, R, J), B (M, J) from the sums S_k (chunks, M, R, 4) of coef·s^k
+    over each expert's patches of signal r: σ'(s G + b) = 3(s G + b)², so A = 3a(G²S₃ + 2Gb S₂ + b²S₁)
+    and B = 3a Σ_r (G²S₂ + 2Gb S₁ + b²S₀). One serial pass: as NumPy calls it cost about 30 µs a step."""
+    chunks, M, D, R, J = buffers.shape[0], buffers.shape[1], buffers.shape[2], G.shape[1], G.shape[2]
+    noise_sum = buffers[0].copy()
+    for c in range(1, chunks):
+        noise_sum += buffers[c]
+    grad = np.empty((M, J, D), dtype=buffers.dtype)
+    for m in range(M):
+        for j in range(J):
+            for k in range(D):
+                grad[m, j, k] = noise_sum[m, k, j]
+        S = np.zeros((R, 4), dtype=buffers.dtype)
+        for c in range(chunks):
+            S += sums[c, m]
+        for j in range(J):
+            three_a, bj = 3.0 * readout[j], b[m, j]
+            B = 0.0
+            for r in range(R):
+                g = G[m, r, j]
+                A = three_a * (g * g * S[r, 3] + 2.0 * g * bj * S[r, 2] + bj * bj * S[r, 1])
+                B += g * g * S[r, 2] + 2.0 * g * bj * S[r, 1] + bj * bj * S[r, 0]
+                for k in range(D):
+                    grad[m, j, k] += A * signals[r, k]
+            for k in range(D):
+                grad[m, j, k] += three_a * B * offset[k]
+    return grad
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def _structured_step_cubic(C, index, scale, noise, Wt, readout, order, tiles, margin_scale, loss):
+def _structured_step_cubic(C, index, scale, noise, Wt, readout, routes, margin_scale, loss):
     """`_structured_step` for σ(z) = z³ with the signal patches in closed form: patch (s, r) adds
     ((C₃s + 3C₂)s + 3C₁)s + C₀ to f (C = `cubic_signal_sums`), and coef·s^k to the sums S_k, k ≤ 3,
-    of its (expert, signal), from which `cubic_signal_scalars` gives A and B of (E.2). The noise
+    of its (expert, signal), from which `_cubic_gradient` gives the signal part of (E.2). The noise
     patches' products run with filters last (`_by_filters`): Wt (M, d, Jp) and the (M, d, Jp) sums."""
     n, Q, D = noise.shape[0], noise.shape[1], noise.shape[2]
     S, M, Jp, R = index.shape[1], Wt.shape[0], Wt.shape[2], C.shape[1]
-    J, lanes = readout.shape[0], 64 // Wt.itemsize
-    Jc = -(-J // lanes) * lanes
-    P, T = S + Q, tiles.shape[0]
+    J, L = readout.shape[0], lanes(Wt)
+    Jc = -(-J // L) * L
+    P, blocks = S + Q, -(-n // BLOCK)
     f = np.empty(n, dtype=noise.dtype)
     chunks = _chunks(n)
-    buffers = np.zeros((chunks, M, D, Jp), dtype=noise.dtype)
-    sums = np.zeros((chunks, M, R, 4), dtype=noise.dtype)
+    buffers = np.empty((chunks, M, D, Jp), dtype=noise.dtype)  # each chunk zeroes its own: np.zeros
+    sums = np.empty((chunks, M, R, 4), dtype=noise.dtype)  # would be a parallel loop of its own
     zero, three = noise.dtype.type(0), noise.dtype.type(3)
+    w, sum_rows = Wt.reshape(-1), buffers.reshape(-1)  # flat views made once, not per tile
     for c in prange(chunks):
+        buffers[c] = zero
+        sums[c] = zero
         ztile = np.zeros((TILE, P, Jp), dtype=noise.dtype)
         xtile = np.zeros((TILE, Q, D), dtype=noise.dtype)
-        for t in range(c * T // chunks, (c + 1) * T // chunks):
-            m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
-            _tile_noise(noise, i0, i1, i2, i3, xtile)
-            _tile_noise_z_by_filters(xtile, Wt, m, S, Jc, ztile)
-            for a in range(TILE):
-                if a < count:
-                    i = order[tiles[t, 0] + a]
-                    total = zero
-                    for p in range(S, P):
-                        for j in range(J):
-                            v = ztile[a, p, j]
-                            total += readout[j] * (v * v * v)
-                    for u in range(S):
-                        c3, s = C[m, index[i, u]], scale[i, u]
-                        total += ((c3[3] * s + three * c3[2]) * s + three * c3[1]) * s + c3[0]
-                    f[i] = total
-                    slope = _margin_slope(margin_scale[i] * total, loss) * margin_scale[i] / n
-                    coef = noise.dtype.type(slope)
-                    for p in range(S, P):
-                        for j in range(J):
-                            v = ztile[a, p, j]
-                            ztile[a, p, j] = three * v * v * coef * readout[j]
-                    for u in range(S):
-                        r, s = index[i, u], scale[i, u]
-                        sums[c, m, r, 0] += coef
-                        sums[c, m, r, 1] += coef * s
-                        sums[c, m, r, 2] += coef * s * s
-                        sums[c, m, r, 3] += coef * s * s * s
-                else:
-                    ztile[a] = 0.0  # a repeated sample: computed, never counted
-            _tile_noise_gradient_by_filters(xtile, S, ztile, Jc, buffers[c, m])
+        z = ztile.reshape(-1)
+        order, bounds = np.empty(BLOCK, dtype=np.int64), np.empty(M + 1, dtype=np.int64)
+        tiles = np.empty((BLOCK // TILE + M, 3), dtype=np.int64)
+        for block in range(c * blocks // chunks, (c + 1) * blocks // chunks):
+            lo, hi = block * BLOCK, min(n, (block + 1) * BLOCK)
+            for t in range(_block_tiles(routes, lo, hi, order, bounds, tiles)):
+                m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
+                _tile_noise(noise, i0, i1, i2, i3, xtile)
+                _tile_noise_z_by_filters(xtile, w, Jp, m, Jc, z, S)
+                for a in range(TILE):
+                    if a < count:
+                        i = order[tiles[t, 0] + a]
+                        total = zero
+                        for p in range(S, P):
+                            for j in range(J):
+                                v = ztile[a, p, j]
+                                total += readout[j] * (v * v * v)
+                        for u in range(S):
+                            r, s = index[i, u], scale[i, u]
+                            c0, c1, c2, c3 = C[m, r, 0], C[m, r, 1], C[m, r, 2], C[m, r, 3]
+                            total += ((c3 * s + three * c2) * s + three * c1) * s + c0
+                        f[i] = total
+                        slope = _margin_slope(margin_scale[i] * total, loss) * margin_scale[i] / n
+                        coef = noise.dtype.type(slope)
+                        for p in range(S, P):
+                            for j in range(J):
+                                v = ztile[a, p, j]
+                                ztile[a, p, j] = three * v * v * coef * readout[j]
+                        for u in range(S):
+                            r, s = index[i, u], scale[i, u]
+                            sums[c, m, r, 0] += coef
+                            sums[c, m, r, 1] += coef * s
+                            sums[c, m, r, 2] += coef * s * s
+                            sums[c, m, r, 3] += coef * s * s * s
+                    else:
+                        ztile[a] = 0.0  # a repeated sample: computed, never counted
+                _tile_noise_gradient_by_filters(xtile, z, Jp, Jc, sum_rows, (c * M + m) * D * Jp, S)
     return f, buffers, sums
 
 
@@ -360,19 +396,20 @@ def _filters_last(W):
     (`lab.kernels._simd`): the layout of `_tile_noise_z_by_filters`. An even number would put a
     power-of-two stride between the rows (4 KB at 512 float64 filters), whose loads then share one
     L1 set: the 512-filter single's step took 91 instead of 22 ms."""
-    lanes = VECTOR_BYTES // W.itemsize
-    vectors = -(-W.shape[1] // lanes)
-    Wt = np.zeros((W.shape[0], W.shape[2], (vectors | 1) * lanes), dtype=W.dtype)
+    L = lanes(W)
+    vectors = -(-W.shape[1] // L)
+    Wt = np.zeros((W.shape[0], W.shape[2], (vectors | 1) * L), dtype=W.dtype)
     Wt[:, :, : W.shape[1]] = W.transpose(0, 2, 1)
     return Wt
 
 
-def _in_order(noise_sum, signals, offset, A, B):
-    """∇W of (E.2): the noise patches' sum (M, J, d) (the chunks added in chunk order), plus the signal
-    part from the scalars A (M, R, J), B (M, J) (serial NumPy, small)."""
-    dtype = noise_sum.dtype
+def _in_order(buffers, signals, offset, A, B):
+    """∇W of (E.2): the chunks' noise sums (chunks, M, J, ≥ d) added in chunk order, plus the signal part
+    from the chunks' scalars A (chunks, M, R, J), B (chunks, M, J) (serial NumPy, small)."""
+    dtype = buffers.dtype
     signals, offset = signals.astype(dtype, copy=False), offset.astype(dtype, copy=False)
-    return noise_sum + signal_gradient(signals, offset, A, B)
+    noise_sum = buffers.sum(axis=0)[..., : signals.shape[1]]
+    return noise_sum + signal_gradient(signals, offset, A.sum(axis=0), B.sum(axis=0))
 
 
 def structured_forward(signals, offset, signal_index, signal_scale, noise, W, routes, act):
@@ -397,9 +434,7 @@ def structured_backward(signals, offset, signal_index, signal_scale, noise, z, r
     buffers, A, B = _structured_backward(
         signals.shape[0], index, scale, noise, z, order, tiles, coef, M, act, width
     )
-    return _in_order(
-        buffers.sum(axis=0)[..., : noise.shape[2]], signals, offset, A.sum(axis=0), B.sum(axis=0)
-    )
+    return _in_order(buffers, signals, offset, A, B)
 
 
 def structured_step(
@@ -417,10 +452,10 @@ def structured_step(
         G, b, index, scale, W = _signal_parts(signals, offset, index, scale, W, noise.dtype)
         C = cubic_signal_sums(G, b, readout)
         f, buffers, sums = _structured_step_cubic(
-            C, index, scale, noise, _filters_last(W), readout, order, tiles, margin_scale, loss
+            C, index, scale, noise, _filters_last(W), readout, routes, margin_scale, loss
         )
-        A, B = cubic_signal_scalars(G, b, readout, sums.sum(axis=0))
-        return f, _in_order(buffers.sum(axis=0).transpose(0, 2, 1)[:, : W.shape[1]], signals, offset, A, B)
+        signals, offset = (np.ascontiguousarray(a, dtype=noise.dtype) for a in (signals, offset))
+        return f, _cubic_gradient(buffers, sums, G, b, readout, signals, offset)
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
     table = np.empty((noise.shape[0], 0, 0), dtype=noise.dtype)
     if act == TANH:  # z once, here; the step reads σ and σ' from the table alone
@@ -429,8 +464,7 @@ def structured_step(
     f, buffers, A, B = _structured_step(
         G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss, table
     )
-    noise_sum = buffers.sum(axis=0)[..., : noise.shape[2]]
-    return f, _in_order(noise_sum, signals, offset, A.sum(axis=0), B.sum(axis=0))
+    return f, _in_order(buffers, signals, offset, A, B)
 
 
 def structured_dense_forward(signals, offset, signal_index, signal_scale, noise, W, act):
