@@ -98,6 +98,7 @@ BENCH_TARGETS = (
                 "with the expert pass's time taken off the step (router, gate and updates left)",
             ),
             Context("expert_pass_ms", "ms", "the expert pass alone"),
+            Context("expert_pass_ratio_to_dense", "%", "the expert passes alone, structured ÷ dense"),
         ),
     ),
     BenchTarget(

@@ -263,6 +263,11 @@ def _step_bound(rows: list[dict]) -> str | None:
         f"{target.bound}); its expert pass takes {num(100 * (ratio - rest))} %, and the rest of the step "
         f"alone {num(100 * rest)} %, {verdict} (same run, calls alternating)."
     )
+    if (experts := found[0].get("expert_pass_ratio_to_dense")) is not None:
+        text += (
+            f" The expert passes alone, structured against dense, take {num(100 * experts)} %: the rest of "
+            "the step is the same work in both paths (the router reads the patch sum s in each)."
+        )
     times = {b["name"]: b.get("min_ms") for b in rows}
     gemm, dense = times.get("test_dgemm_of_the_same_shape"), times.get("test_algorithm1_step[numba-dense]")
     if gemm and dense:
