@@ -25,6 +25,7 @@ MEASURES = (
     "ratio_to_dense",
     "ratio_to_dense_without_experts",
     "expert_pass_ms",
+    "expert_pass_ratio_to_dense",
     "fraction_of_dgemm_same_shape_per_core",
     "fraction_of_sgemm_same_shape_per_core",
     "fraction_of_dgemm_same_shape_one_thread",
