@@ -32,6 +32,12 @@ def test_every_group_names_existing_modules_and_tests():
         assert all(t.startswith("tests/") for t in group.tests)
 
 
+def test_every_kernel_module_is_in_a_group():
+    grouped = {m for g in sampling.load_groups().values() for m in g.modules}
+    kernels = {p.relative_to(ROOT).as_posix() for p in (ROOT / "lab" / "kernels").glob("*.py")}
+    assert sorted(kernels - grouped - {"lab/kernels/__init__.py"}) == []
+
+
 def test_no_module_is_in_two_groups():
     modules = Counter(m for g in sampling.load_groups().values() for m in g.modules)
     assert [m for m, n in modules.items() if n > 1] == []
