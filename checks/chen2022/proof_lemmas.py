@@ -399,7 +399,7 @@ def verify_f2(seed: int, tier: str) -> list[Record]:
 # ---------------------------------------------------------------- Lemma 5.2 at T1
 
 
-@register(CLAIM, name="checks.proof_lemmas.verify_lemma_5_2")
+@register(CLAIM, name="checks.proof_lemmas.verify_lemma_5_2", training_kernels=True)
 def verify_lemma_5_2(seed: int, tier: str) -> list[Record]:
     """Lemma 5.2: at T1 every m ∈ M_k errs ≤ 1/d on Ω_k, as a rate over runs under Thm 4.2's conditions."""
     d, runs = 50, 5 if tier == "quick" else 20

@@ -158,7 +158,7 @@ def _least_by(xs, values) -> dict[str, float]:
     return out
 
 
-@register(CLAIM, name="checks.proof_rates.verify_exploration_rates")
+@register(CLAIM, name="checks.proof_rates.verify_exploration_rates", training_kernels=True)
 def verify_exploration_rates(seed: int, tier: str) -> list[Record]:
     """E.3, E.4, E.6, E.7, E.8 over Thm 4.2's σ0 range at d = 50; E.12, E.13: their stage is empty."""
     seeds = 3 if tier == "quick" else 10
@@ -198,7 +198,7 @@ def verify_exploration_rates(seed: int, tier: str) -> list[Record]:
     return [*_reports(xs, rows, RATES, "σ0", "rate", params), e7, e8, *_empty_stage(grid, params, "rate")]
 
 
-@register(CLAIM, name="checks.proof_rates.verify_undecidable_steps")
+@register(CLAIM, name="checks.proof_rates.verify_undecidable_steps", training_kernels=True)
 def verify_undecidable_steps(seed: int, tier: str) -> list[Record]:
     """E.5, E.9, E.14, E.16, E.18: values and d-exponents at σ0 = d^(−1/3); E.17: its stage is empty."""
     ds, seeds = ((50, 100), 3) if tier == "quick" else ((50, 100, 200), 5)

@@ -211,7 +211,7 @@ def check_gradients(rng, *, scale: float, act: str, backend: str, mutate: str | 
     )
 
 
-@register("A5", name="checks.substrate.verify_gradients")
+@register("A5", name="checks.substrate.verify_gradients", training_kernels=True)
 def verify_gradients(seed: int, tier: str) -> list[Record]:
     """A5 at initialization scale σ0 = 1e-3 and at a generic point; one mutated gradient."""
     rng = np.random.default_rng(seed)

@@ -212,7 +212,7 @@ def check_sum_theta(cfg, n: int, seed: int, kind: str, label: str) -> Record:
     )
 
 
-@register("B7", name="checks.training_claims.verify_sum_theta_along_runs")
+@register("B7", name="checks.training_claims.verify_sum_theta_along_runs", training_kernels=True)
 def verify_sum_theta_along_runs(seed: int, tier: str) -> list[Record]:
     """B7 along runs: stated model, with Switch and importance load balancing; sigmoid and h + r gates."""
     n, steps = (1_000, 200) if tier == "quick" else (FULL_N, 1_000)
@@ -327,7 +327,7 @@ def theorem42_config(M: int, d: int, tier: str) -> TrainConfig:
     )
 
 
-@register("B9", name="checks.training_claims.verify_theorem42")
+@register("B9", name="checks.training_claims.verify_theorem42", training_kernels=True)
 def verify_theorem42(seed: int, tier: str) -> list[Record]:
     """B9 on setting 1 under the theorem's conditions (and, in full, the App. A.2 learning rates).
 
@@ -399,7 +399,7 @@ def check_single(
     return dataclasses.replace(record, verdict="not-applicable", note="the CNN is not above chance (50 %)")
 
 
-@register("B3", name="checks.training_claims.verify_single_experts")
+@register("B3", name="checks.training_claims.verify_single_experts", training_kernels=True)
 def verify_single_experts(seed: int, tier: str) -> list[Record]:
     """B3 for the six activations on setting 3; controls: weak feature noise γ ~ U(0.1, 0.5)
     (D_α ≠ D_γ), and a ReLU CNN read out as (3.1)'s plain sum (≥ 0, so at chance)."""

@@ -46,7 +46,8 @@ def run_verify(args: argparse.Namespace) -> int:
         if path:
             check_writable(path, what)
     checks = registry.checks(only)
-    compile_in_child(every_training_config())  # every check then runs the kernels as cached
+    # every check then runs the kernels as cached; the model kernels only if a chosen check runs them
+    compile_in_child(every_training_config() if any(c.training_kernels for c in checks) else [])
     records: list[Record] = []
     with Progress(len(checks), "verify", enabled=not args.quiet, lines=True, unit="check") as progress:
         for check in checks:

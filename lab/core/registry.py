@@ -41,11 +41,15 @@ class Declaration:
 
 @dataclass(frozen=True)
 class Check(Declaration):
-    """A verification entry: runs at a tier with a seed derived from its name and returns records."""
+    """A verification entry: runs at a tier with a seed derived from its name and returns records.
+
+    `training_kernels`: it runs the Chen et al. model kernels (`lab.kernels.routed` or `structured`
+    beyond the stand-alone ones), which `verify` then has a child process load or compile first."""
 
     name: str
     claims: tuple[str, ...]
     func: CheckFunc
+    training_kernels: bool = False
     kind = "check"
 
     def run(self, seed: int, tier: str) -> list[Record]:
@@ -95,15 +99,16 @@ def declare(declaration: Declaration) -> Callable[[Callable], Callable]:
     return decorate
 
 
-def register(*claims: str, name: str) -> Callable[[CheckFunc], CheckFunc]:
-    """Declare `func(seed, tier) -> Record | list[Record]` as the check `name` of the given claim ids."""
+def register(*claims: str, name: str, training_kernels: bool = False) -> Callable[[CheckFunc], CheckFunc]:
+    """Declare `func(seed, tier) -> Record | list[Record]` as the check `name` of the given claim ids
+    (`training_kernels`: see `Check`)."""
     if not claims:
         raise ValueError("register needs at least one claim id")
     if not name:
         raise ValueError("register needs an explicit, stable name")
 
     def decorate(func: CheckFunc) -> CheckFunc:
-        return declare(Check(name, tuple(claims), func))(func)
+        return declare(Check(name, tuple(claims), func, training_kernels))(func)
 
     return decorate
 

@@ -329,7 +329,11 @@ least one negative control.
 
    The seed a check receives is derived from the base seed and this name alone, so moving or renaming
    the function never changes a number, and `--only` never changes another check's numbers. Never
-   reuse a name for a different experiment; a new experiment gets a new name.
+   reuse a name for a different experiment; a new experiment gets a new name. A check that trains
+   Chen et al.'s models or calls their expert kernels (`lab.kernels.routed`, `lab.kernels.structured`)
+   is registered with `training_kernels=True`, so that `verify` has those kernels loaded or compiled
+   in a child process first; a test runs every unmarked check on an empty kernel cache and fails if
+   one of them compiles a kernel in `verify`'s own process.
 4. **No import list to edit.** `pyproject.toml` names `checks` in the `moe_lab.plugins` entry-point
    group; the registry walks that package, so a module placed under `checks/` is found as it is. An
    installed package of your own can add checks the same way by declaring its own entry point in

@@ -53,7 +53,9 @@ compiled the kernels:
   once the loop's parallel body is linked into it). For CELU, GELU and tanh in float64 the gradients
   differ in their last bits, and a training run's accuracy can differ with them. So `replicate`,
   `sweep run` and `verify` first have a child process run every kernel they use
-  (`lab.cli.kernel_cache`): any compiling happens there, and the command and its workers load. A
+  (`lab.cli.kernel_cache`): any compiling happens there, and the command and its workers load.
+  `verify` has the child train the model configurations only when a chosen check is registered with
+  `training_kernels=True`; otherwise the child runs only the stand-alone kernels. A
   library call in a fresh environment still compiles in its own process; run one of these commands
   first to get the commands' numbers to the last bit. Benchmarks warm every kernel up before
   timing it.

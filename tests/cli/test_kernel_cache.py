@@ -10,7 +10,10 @@ import sys
 import pytest
 
 from lab.chen2022 import replicate as R
-from lab.cli.kernel_cache import _VALUES_ONLY, _distinct
+from lab.cli import verify
+from lab.cli.kernel_cache import _VALUES_ONLY, _distinct, every_training_config
+from lab.cli.main import main
+from lab.core import registry
 
 # In a fresh process: one command of `python -m lab` (replicate's runs `steps` long unless 0; with no
 # command, one noise-kernel call), then the number of kernel signatures compiled in it (cache misses).
@@ -79,6 +82,29 @@ def test_replicate_compiles_no_kernel_in_its_own_process(tmp_path):
 
 def test_verify_compiles_no_kernel_in_its_own_process():
     assert _probe(["verify", "--only", "B3", "--quiet"])["compiled"] == 0  # six activations
+
+
+def test_verify_has_the_model_kernels_loaded_first_only_for_checks_that_run_them(registered, monkeypatch):
+    asked = []
+    monkeypatch.setattr(verify, "compile_in_child", asked.append)
+    registered(registry.Check("test.plain", ("Z5",), lambda seed, tier: []))
+    registered(registry.Check("test.model", ("Z6",), lambda seed, tier: [], training_kernels=True))
+    assert [main(["verify", "--only", claims, "--quiet"]) for claims in ("Z5", "Z6", "Z5,Z6")] == [0, 0, 0]
+    assert asked == [[], every_training_config(), every_training_config()]
+
+
+@pytest.mark.slow
+def test_checks_not_marked_as_running_the_model_kernels_compile_none_in_verify(tmp_path):
+    """`verify` of every claim whose checks are not marked `training_kernels`, on an empty cache: the
+    child compiles only the stand-alone kernels, and the checks compile nothing in verify's process."""
+    checks = registry.checks()
+    marked = {claim for c in checks if c.training_kernels for claim in c.claims}
+    plain = sorted({claim for c in checks for claim in c.claims} - marked, key=registry.claim_order)
+    assert {"A1", "B6", "B10", "C1", "D2"} <= set(plain)
+    assert _probe(["verify", "--only", ",".join(plain), "--quiet"], cache_dir=tmp_path) == {
+        "status": 0,
+        "compiled": 0,
+    }
 
 
 def test_the_compile_count_sees_a_kernel_compiled_in_the_process(tmp_path):
