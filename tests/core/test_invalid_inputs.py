@@ -547,6 +547,24 @@ def test_kernels(name, size, data):
     )
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["structured_forward", "structured_backward", "structured_step"])
+def test_structured_routes_are_bounded_by_the_number_of_experts(name, backend):
+    """routes = M with d = 5 > M = 2: refused as outside [0, M), not let through as below d."""
+    args, _ = _kernel_problem(name, 4, 2, np.random.default_rng(0))
+    args["routes"] = np.array([0, 1, 2, 1])
+    with pytest.raises(ValueError, match=r"^routes must be integers in \[0, M=2\), got values in \[0, 2\]"):
+        getattr(kernels.backend(backend), name)(**args)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_signal_index_of_three_dimensions_is_blamed_on_itself(backend):
+    args, _ = _kernel_problem("structured_forward", 4, 2, np.random.default_rng(0))
+    args["signal_index"] = args["signal_index"][..., None]
+    with pytest.raises(ValueError, match=r"^signal_index must have shape \(n, S\) with n = 4 from noise"):
+        kernels.backend(backend).structured_forward(**args)
+
+
 def test_the_testers_kernel_cases_are_refused():
     """Unknown codes and negative counts used to return garbage (an argmax of noise code 7, 0 counts)."""
     rng = np.random.default_rng(2)
