@@ -1,4 +1,5 @@
-"""Numba pieces shared by the kernel modules: the fixed chunk count and the counter-based noise.
+"""Numba pieces shared by the kernel modules: the fixed chunk count, the counter-based noise and the
+four-row update of an expert's gradient (`_add_four_rows`).
 
 Determinism: results never depend on the number of threads. Parallel reductions split the
 samples into a fixed number of chunks (`CHUNKS`), reduce each chunk into its own buffer and
@@ -58,3 +59,31 @@ def draw(key, index, code, a, b):
         u2 = _uniform01(key, uint64(2) * uint64(index) + uint64(1))
         return a * math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
     return -a * math.log(-math.log(_uniform01(key, index)))
+
+
+@njit(cache=True, inline="always")
+def _add_four_rows(x0, x1, x2, x3, c0, c1, c2, c3, grad):
+    """grad[j] += c0[j] x0 + c1[j] x1 + c2[j] x2 + c3[j] x3 for every filter j of grad (J, d): four
+    inputs' terms of (E.2) by tiles of four filters, each row of grad loaded and stored once per
+    sixteen products (with two filters the loop was bound by the stores)."""
+    d, J = x0.shape[0], grad.shape[0]
+    j = 0
+    while j + 4 <= J:
+        a0, a1, a2, a3 = c0[j], c1[j], c2[j], c3[j]
+        b0, b1, b2, b3 = c0[j + 1], c1[j + 1], c2[j + 1], c3[j + 1]
+        e0, e1, e2, e3 = c0[j + 2], c1[j + 2], c2[j + 2], c3[j + 2]
+        f0, f1, f2, f3 = c0[j + 3], c1[j + 3], c2[j + 3], c3[j + 3]
+        r0, r1, r2, r3 = grad[j], grad[j + 1], grad[j + 2], grad[j + 3]
+        for k in range(d):
+            v0, v1, v2, v3 = x0[k], x1[k], x2[k], x3[k]
+            r0[k] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
+            r1[k] += b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3
+            r2[k] += e0 * v0 + e1 * v1 + e2 * v2 + e3 * v3
+            r3[k] += f0 * v0 + f1 * v1 + f2 * v2 + f3 * v3
+        j += 4
+    while j < J:
+        a0, a1, a2, a3 = c0[j], c1[j], c2[j], c3[j]
+        r0 = grad[j]
+        for k in range(d):
+            r0[k] += a0 * x0[k] + a1 * x1[k] + a2 * x2[k] + a3 * x3[k]
+        j += 1

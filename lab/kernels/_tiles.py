@@ -4,7 +4,7 @@
 consecutive samples, `_block_tiles`, which the cubic step also runs per block inside its chunks) and
 cuts each group into tiles of `TILE` samples; `_tile_noise` copies a tile's
 noise patches into rows of one width, `_tile_noise_z` and `_tile_noise_gradient` are the dense work
-on them (4 × 2 and 4 × 4 register tiles of dot products over d), `_tile_noise_z_by_filters` and
+on them (4 × 2 register tiles of dot products over d, and `_add_four_rows`), `_tile_noise_z_by_filters` and
 `_tile_noise_gradient_by_filters` the same work with the filters last (vectors of filters in
 registers, `lab.kernels._simd`; the cubic step), and `_signal_z` / `_tile_gradient` the signal
 patches' scalar terms of (3.1) and (E.2). `_chunks` fixes the reduction chunks by n alone (determinism).
@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from lab.kernels._shared import _add_four_rows
 from lab.kernels._simd import lanes, vadd, vfma, vload, vstore, vzero
 
 TILE = 4  # samples of one expert per tile
@@ -241,32 +242,15 @@ def _tile_z(G, b, index, scale, xtile, i0, i1, i2, i3, W, m, ztile):
 
 @njit(cache=True)
 def _tile_noise_gradient(xtile, S, gtile, grad):
-    """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q}: the noise patches' terms of (E.2), 4 × 4 tiles
-    (each row of grad loaded and stored once per 16 products; 4 × 2 tiles were store-bound)."""
-    Q, d, J = xtile.shape[1], xtile.shape[2], gtile.shape[2]
-    for q in range(Q):
-        x0, x1, x2, x3 = xtile[0, q], xtile[1, q], xtile[2, q], xtile[3, q]
+    """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q}: the noise patches' terms of (E.2), four samples
+    by four filters (`lab.kernels._shared._add_four_rows`)."""
+    for q in range(xtile.shape[1]):
         p = S + q
-        j = 0
-        while j + 4 <= J:
-            a0, a1, a2, a3 = gtile[0, p, j], gtile[1, p, j], gtile[2, p, j], gtile[3, p, j]
-            b0, b1, b2, b3 = gtile[0, p, j + 1], gtile[1, p, j + 1], gtile[2, p, j + 1], gtile[3, p, j + 1]
-            c0, c1, c2, c3 = gtile[0, p, j + 2], gtile[1, p, j + 2], gtile[2, p, j + 2], gtile[3, p, j + 2]
-            e0, e1, e2, e3 = gtile[0, p, j + 3], gtile[1, p, j + 3], gtile[2, p, j + 3], gtile[3, p, j + 3]
-            r0, r1, r2, r3 = grad[j], grad[j + 1], grad[j + 2], grad[j + 3]
-            for k in range(d):
-                v0, v1, v2, v3 = x0[k], x1[k], x2[k], x3[k]
-                r0[k] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
-                r1[k] += b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3
-                r2[k] += c0 * v0 + c1 * v1 + c2 * v2 + c3 * v3
-                r3[k] += e0 * v0 + e1 * v1 + e2 * v2 + e3 * v3
-            j += 4
-        while j < J:
-            a0, a1, a2, a3 = gtile[0, p, j], gtile[1, p, j], gtile[2, p, j], gtile[3, p, j]
-            r0 = grad[j]
-            for k in range(d):
-                r0[k] += a0 * x0[k] + a1 * x1[k] + a2 * x2[k] + a3 * x3[k]
-            j += 1
+        _add_four_rows(
+            xtile[0, q], xtile[1, q], xtile[2, q], xtile[3, q],
+            gtile[0, p], gtile[1, p], gtile[2, p], gtile[3, p],
+            grad,
+        )  # fmt: skip
 
 
 @njit(cache=True)

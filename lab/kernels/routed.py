@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit, prange
 
 from lab.kernels import _checks
-from lab.kernels._shared import CHUNKS, NOISE_CODES, draw, uint64
+from lab.kernels._shared import CHUNKS, NOISE_CODES, _add_four_rows, draw, uint64
 from lab.kernels._shared import stream_key as _stream_key
 
 __all__ = [
@@ -192,35 +192,15 @@ def _logistic_slope(margin):
 
 @njit(cache=True, inline="always")
 def _add_expert_gradient(x, i, g, grad):
-    """grad (J, d) += Σ_p g_{p,j} x_i⁽ᵖ⁾: sample i's term of (E.2) with g from `_slopes`.
-
-    Tiles of four patches by four filters: one vectorised pass over d updates four filter rows.
-    """
+    """grad (J, d) += Σ_p g_{p,j} x_i⁽ᵖ⁾: sample i's term of (E.2) with g from `_slopes`, four patches
+    at a time (`_add_four_rows`)."""
     P, d = x.shape[1], x.shape[2]
     J = g.shape[1]
     p = 0
     while p + 4 <= P:
-        x0, x1, x2, x3 = x[i, p], x[i, p + 1], x[i, p + 2], x[i, p + 3]
-        j = 0
-        while j + 4 <= J:
-            a0, a1, a2, a3 = g[p, j], g[p + 1, j], g[p + 2, j], g[p + 3, j]
-            b0, b1, b2, b3 = g[p, j + 1], g[p + 1, j + 1], g[p + 2, j + 1], g[p + 3, j + 1]
-            c0, c1, c2, c3 = g[p, j + 2], g[p + 1, j + 2], g[p + 2, j + 2], g[p + 3, j + 2]
-            e0, e1, e2, e3 = g[p, j + 3], g[p + 1, j + 3], g[p + 2, j + 3], g[p + 3, j + 3]
-            r0, r1, r2, r3 = grad[j], grad[j + 1], grad[j + 2], grad[j + 3]
-            for k in range(d):
-                v0, v1, v2, v3 = x0[k], x1[k], x2[k], x3[k]
-                r0[k] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
-                r1[k] += b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3
-                r2[k] += c0 * v0 + c1 * v1 + c2 * v2 + c3 * v3
-                r3[k] += e0 * v0 + e1 * v1 + e2 * v2 + e3 * v3
-            j += 4
-        while j < J:
-            a0, a1, a2, a3 = g[p, j], g[p + 1, j], g[p + 2, j], g[p + 3, j]
-            r0 = grad[j]
-            for k in range(d):
-                r0[k] += a0 * x0[k] + a1 * x1[k] + a2 * x2[k] + a3 * x3[k]
-            j += 1
+        _add_four_rows(
+            x[i, p], x[i, p + 1], x[i, p + 2], x[i, p + 3], g[p], g[p + 1], g[p + 2], g[p + 3], grad
+        )
         p += 4
     while p < P:
         for j in range(J):

@@ -447,8 +447,7 @@ def structured_step(
     )
     signals, offset, index, scale, noise, W, routes, margin_scale, act, loss, readout = args
     margin_scale, readout = (np.ascontiguousarray(a, dtype=noise.dtype) for a in (margin_scale, readout))
-    order, tiles = _tiles(routes, W.shape[0], BLOCK)
-    if act == CUBIC:
+    if act == CUBIC:  # each chunk of the cubic step sorts its own blocks of samples
         G, b, index, scale, W = _signal_parts(signals, offset, index, scale, W, noise.dtype)
         C = cubic_signal_sums(G, b, readout)
         f, buffers, sums = _structured_step_cubic(
@@ -456,6 +455,7 @@ def structured_step(
         )
         signals, offset = (np.ascontiguousarray(a, dtype=noise.dtype) for a in (signals, offset))
         return f, _cubic_gradient(buffers, sums, G, b, readout, signals, offset)
+    order, tiles = _tiles(routes, W.shape[0], BLOCK)
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
     table = np.empty((noise.shape[0], 0, 0), dtype=noise.dtype)
     if act == TANH:  # z once, here; the step reads σ and σ' from the table alone
