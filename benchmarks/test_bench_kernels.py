@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from lab.kernels import BACKENDS, backend
 
@@ -85,6 +86,19 @@ def test_routing_counts(benchmark, problem, impl):
     np.testing.assert_array_equal(counts, twins.routing_counts(p["h"][0], 200_000, 3, 0, 0.0, 1.0))
     benchmark.extra_info["kernel"] = "routing_counts"
     benchmark.extra_info["draws_x_experts"] = 200_000 * M
+
+
+@pytest.mark.parametrize("impl", ["numba", "numpy"])
+@pytest.mark.parametrize("product", ["router_logits", "router_gradient"])
+def test_router_products(benchmark, record_rate, problem, impl, product):
+    """h = sΘ and sᵀ∂L/∂h with s the patch sums, one-thread BLAS beside Numba's threads as in training."""
+    benchmark.group = product
+    mod, p = IMPLEMENTATIONS[impl], problem
+    s, other = p["x"].sum(axis=1), p["W"][:, 0, :].T if product == "router_logits" else p["h"]
+    with threadpool_limits(1, "blas"):
+        out = benchmark(_warm(lambda: getattr(mod, product)(s, other)))
+        np.testing.assert_allclose(out, getattr(twins, product)(s, other), rtol=1e-10, atol=1e-10)
+    record_rate(product, 2.0 * N * D * M)
 
 
 @pytest.mark.parametrize("impl", ["numba", "numpy"])

@@ -322,13 +322,18 @@ class Plan:
     router_terms: tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], ...]  # ∂/∂h of load balancing
     eta_r: float
     stop: Callable[[float, float], bool]  # (loss, best loss so far) -> stop now?
+    lib: SimpleNamespace  # the backend's kernels, for the router's two products
+
+    def router_logits(self, s: np.ndarray, Theta: np.ndarray) -> np.ndarray:
+        """h = Θᵀ Σ_p x⁽ᵖ⁾ (Sec. 3.2) of every sample, from the patch sums s (n, d)."""
+        return self.lib.router_logits(s, Theta)
 
     def router_gradient(self, s, h, routes, g, pi, dg) -> np.ndarray:
-        """∇Θ = Σ_i s_i ∂L/∂h_i (E.1) from ∂L/∂g, plus the load-balancing terms (Tables 10–11)."""
-        grad = s.T @ self.gate.logit_gradient(h, routes, g, pi, dg)
+        """∇Θ = Σ_i s_i ∂L/∂h_iᵀ (E.1) from ∂L/∂g, the load-balancing terms (Tables 10–11) added to ∂L/∂h."""
+        dh = self.gate.logit_gradient(h, routes, g, pi, dg)
         for term in self.router_terms:
-            grad += s.T @ term(h, routes)
-        return grad
+            dh += term(h, routes)
+        return self.lib.router_gradient(s, dh)
 
 
 def resolve(cfg: TrainConfig) -> Plan:
@@ -367,4 +372,5 @@ def resolve(cfg: TrainConfig) -> Plan:
         stop=functools.partial(should_stop, floor=loss.floor, rise=cfg.stop_rise)
         if cfg.early_stopping
         else never_stop,
+        lib=lib,
     )

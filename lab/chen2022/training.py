@@ -224,7 +224,7 @@ def algorithm1_step(batch: Batch, W: np.ndarray, Theta: np.ndarray, seed: int, p
     """One iteration of Algorithm 1: new noise (line 4), experts by (3.4) (line 5), router by (3.5) (line 6).
 
     Returns the updated (W, Θ) and what the step saw (h, routes, gate values, expert pass)."""
-    h = batch.s @ Theta
+    h = plan.router_logits(batch.s, Theta)
     routes, noise = plan.gate.route(h, seed)
     g, pi = plan.gate.values(h, routes, noise)
     out = plan.expert_pass(batch, W, routes, g)
@@ -330,7 +330,7 @@ def _record(hist, t, loss, batch, step: Step, W, Theta, signals) -> None:
 
 def moe_outputs(batch: Batch, Theta, W, plan: Plan, noise_seed: int | None):
     """Routes, gate values and routed expert outputs of an MoE on a batch (noise-free if seed is None)."""
-    h = batch.s @ Theta
+    h = plan.router_logits(batch.s, Theta)
     routes, noise = plan.gate.route(h, noise_seed)
     g, _ = plan.gate.values(h, routes, noise)
     return routes, g, plan.experts.forward(batch.xk, W, routes)[0]

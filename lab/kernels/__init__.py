@@ -21,7 +21,7 @@ from types import SimpleNamespace
 BACKENDS = ("numba", "numpy")
 DEFAULT_BACKEND = "numba"
 # each X.py has its twin X_numpy.py, with the same __all__
-KERNEL_MODULES = ("routed", "gating", "l4", "structured")
+KERNEL_MODULES = ("routed", "router", "gating", "l4", "structured")
 
 _LOADED: dict[str, SimpleNamespace] = {}
 

@@ -98,6 +98,24 @@ def routing_counts(h, draws, seed, noise_code, a, b):
     return h, validate.integer(draws, "draws", low=0), validate.seed(seed), *_noise_args(noise_code, a, b)
 
 
+def _patch_sums(s):
+    return validate.array(s, "s", ndim=2, labels="(n, d)", floats=True, finite=False, nonempty=(1,))
+
+
+def router_logits(s, Theta):
+    s = _patch_sums(s)
+    Theta = validate.array(Theta, "Theta", ndim=2, labels="(d, M)", finite=False, nonempty=(1,))
+    validate.same_shape("Theta", Theta, (s.shape[1], Theta.shape[1]), f"(d, M) with d = {s.shape[1]} from s")
+    return s, Theta
+
+
+def router_gradient(s, dh):
+    s = _patch_sums(s)
+    dh = validate.array(dh, "dh", ndim=2, labels="(n, M)", finite=False, nonempty=(1,))
+    validate.same_shape("dh", dh, (s.shape[0], dh.shape[1]), f"(n, M) with n = {s.shape[0]} from s")
+    return s, dh
+
+
 def stream_key(seed):
     return validate.seed(seed)
 

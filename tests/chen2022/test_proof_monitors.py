@@ -104,15 +104,19 @@ def test_the_sweep_task_runs_one_small_monitored_run():
 
 
 def test_a_monitored_run_does_not_depend_on_the_blas_thread_count():
-    """s @ Θ in 1 or 2 BLAS threads rounds differently; the run holds BLAS to one thread, as train() does."""
+    """The run holds BLAS to one thread, as train() does. Control: the router's NumPy twins (s @ Θ and
+    sᵀ∂h by BLAS; the Numba kernels use no BLAS) round differently in 2 BLAS threads when not held."""
     from threadpoolctl import threadpool_limits
 
     cfg = theorem_config(50, M=4, J=4, eta=0.02, steps=10)  # n = 4000: large enough for 2 BLAS threads
+    blas = dataclasses.replace(cfg, backend="numpy")
     runs = {}
     for threads in (1, 2):
         with threadpool_limits(limits=threads, user_api="blas"):
-            runs[threads] = monitored_run(50, seed=2, n_per_d=80, cfg=cfg)["series"]
-            unpinned = monitored_run.__wrapped__(50, seed=2, n_per_d=80, cfg=cfg)["series"]
+            runs[threads] = {
+                c.backend: monitored_run(50, seed=2, n_per_d=80, cfg=c)["series"] for c in (cfg, blas)
+            }
+            unpinned = monitored_run.__wrapped__(50, seed=2, n_per_d=80, cfg=blas)["series"]
     assert runs[1] == runs[2]
     if (os.cpu_count() or 1) > 1:  # control: without the limit, 2 BLAS threads round differently
-        assert unpinned != runs[2]
+        assert unpinned != runs[2]["numpy"]

@@ -418,6 +418,10 @@ def _kernel_problem(name, n, M, rng):
             "act": act_case,
         }
     h = rng.normal(size=(n, M))
+    if name == "router_logits":
+        return {"s": x[:, 0], "Theta": rng.normal(size=(d, M))}, {"s": x_breaks, "Theta": (*real, "empty")}
+    if name == "router_gradient":
+        return {"s": x[:, 0], "dh": h}, {"s": x_breaks, "dh": (*real, "empty")}
     if name == "softmax_gate":
         return {"h": h, "routes": routes}, {"h": (*shape_breaks, "empty"), "routes": index}
     if name == "perturbed_argmax":
