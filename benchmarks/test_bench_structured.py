@@ -6,7 +6,8 @@ one-thread DGEMM rate of the same shape, per core (SGEMM for float32). They are 
 assertions: each benchmark asserts only that its answer is right. Ratios mean something only within
 one run (the machine is shared); `extra_info` records the FLOPs, the kernel's rate, the GEMM rates,
 and what bounds a target: the structured step's ratio to dense with its expert pass taken off
-(`ratio_to_dense_without_experts`), and a single CNN's pass against one-thread DGEMM of its noise
+(`ratio_to_dense_without_experts`) and the ratio of the two steps' dense products, the step's ratio at
+equal FLOP rates (`flop_ratio_to_dense`), and a single CNN's pass against one-thread DGEMM of its noise
 products."""
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ from lab.kernels import backend
 N, M, J, D, Q = 16_000, 8, 16, 50, 1
 SINGLE_J = 512
 SEED = 12345
+P = 4
 NOISE_FLOPS = 2 * 2 * N * Q * J * D  # forward and backward of the noise patches, 2 FLOPs per MAC
+ROUTER_FLOPS = 2 * 2 * N * D * M  # h = sΘ and ∇Θ = sᵀ∂h, the same in both paths
+# the step's dense products, structured ÷ dense (the signal patches' products with the 2K signals,
+# 4·M·2K·J·d per step, are left out): the ratio of the two steps at equal FLOP rates
+FLOP_RATIO = (NOISE_FLOPS + ROUTER_FLOPS) / (NOISE_FLOPS * P // Q + ROUTER_FLOPS)
 
 
 def _best_interleaved(calls, rounds):
@@ -86,7 +92,7 @@ def test_algorithm1_step(benchmark, record_rate, moe, path, lib):
             rounds=30 if lib == "numba" else 3,
             warmup_rounds=2 if lib == "numba" else 1,
         )
-    record_rate(f"algorithm1_step_{path}_{lib}", NOISE_FLOPS * (4 if path == "dense" else 1))
+    record_rate(f"algorithm1_step_{path}_{lib}", NOISE_FLOPS * (P // Q if path == "dense" else 1))
     dense_batch, dense_cfg = moe["dense"]
     dense_plan = resolve(dataclasses.replace(dense_cfg, backend=lib))
     if path == "structured" and not benchmark.disabled:
@@ -124,6 +130,7 @@ def _step_beside_dense(benchmark, moe, structured, dense, step, rounds):
         rounds,
     )
     _record_ratio(benchmark, "ratio_to_dense", step_s, dense_s)
+    benchmark.extra_info["flop_ratio_to_dense"] = FLOP_RATIO
     benchmark.extra_info["ratio_to_dense_without_experts"] = (step_s - experts_s) / dense_s
     benchmark.extra_info["expert_pass_ms"] = 1e3 * experts_s
     _record_ratio(benchmark, "expert_pass_ratio_to_dense", experts_s, dense_experts_s)

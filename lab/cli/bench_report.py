@@ -23,6 +23,7 @@ SUMMARY_FORMAT = "moe-lab bench summary 1"
 # extra_info fields a summary keeps under "measures": ratios and rates taken within one run.
 MEASURES = (
     "ratio_to_dense",
+    "flop_ratio_to_dense",
     "ratio_to_dense_without_experts",
     "expert_pass_ms",
     "expert_pass_ratio_to_dense",

@@ -93,6 +93,11 @@ BENCH_TARGETS = (
         description="Algorithm 1's step at setting 1 (n = 16,000, float64): structured against dense",
         context=(
             Context(
+                "flop_ratio_to_dense",
+                "%",
+                "the steps' dense products, structured ÷ dense: the ratio at equal FLOP rates",
+            ),
+            Context(
                 "ratio_to_dense_without_experts",
                 "%",
                 "with the expert pass's time taken off the step (router, gate and updates left)",

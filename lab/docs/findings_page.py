@@ -263,6 +263,17 @@ def _step_bound(rows: list[dict]) -> str | None:
         f"{target.bound}); its expert pass takes {num(100 * (ratio - rest))} %, and the rest of the step "
         f"alone {num(100 * rest)} %, {verdict} (same run, calls alternating)."
     )
+    if (flops := found[0].get("flop_ratio_to_dense")) is not None:
+        text += (
+            f" Counted in FLOP, the structured step's dense products (one noise patch, the router's two "
+            f"products) are {num(100 * flops)} % of the dense step's (four patches, the same router): "
+            + (
+                "the target lies below the ratio of the arithmetic itself, so a structured step meets "
+                "it only where the dense path does its products at a lower rate per FLOP."
+                if flops > target.threshold
+                else "the target is within reach of the arithmetic."
+            )
+        )
     if (experts := found[0].get("expert_pass_ratio_to_dense")) is not None:
         text += (
             f" The expert passes alone, structured against dense, take {num(100 * experts)} %: the rest of "

@@ -28,6 +28,10 @@ twin, and the benchmarks time them side by side in one group. `lab.kernels.backe
 `backend("numpy")` return the two sets under the same names, so a caller chooses once. The kernels it
 serves today: {names}.
 
+The router's two products, h = sΘ and ∇Θ = sᵀ∂L/∂h with s the patch sums (`lab.kernels.router`),
+are kernels too: with M = 8 experts a row of Θ is one 64-byte float64 vector, and one-thread BLAS on
+the 16,000 × 50 matrix s ran at a third of the rate. Both the dense and the structured step use them.
+
 The moment-loss gradient of Makkuva et al. (L4, eq. 6) has its own kernel beside a NumPy twin; the
 gradient of L_log has none, because a single-pass Numba version was slower than NumPy's vectorised
 code."""
@@ -97,7 +101,10 @@ right. A ratio is taken within one run, the candidate and its reference called a
 load of a shared machine cancels out of it. The measures come from the benchmarks' `extra_info`,
 which `python -m lab bench-report --summary` keeps; a summary written before it kept them shows
 those targets as not measured. Beside a target stand the measures that bound it, taken in the same
-alternating loop: Algorithm 1's structured step with its expert pass's time taken off (what is left is
+alternating loop: the ratio of the two Algorithm 1 steps' dense products (the experts' one noise
+patch and the router's h = sΘ and sᵀ∂h, against four patches and the same router; at equal FLOP rates
+the steps' times stand in this ratio, so a threshold below it asks the dense path to run slower per
+FLOP), Algorithm 1's structured step with its expert pass's time taken off (what is left is
 the router's product and gradient, the routing and gate values, and the two updates, which no faster
 expert kernel shortens: their share of the dense step is a floor under the ratio), a single CNN's pass
 against one-thread DGEMM on the same noise products (how near OpenBLAS its kernel runs), and the
