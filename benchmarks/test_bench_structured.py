@@ -28,7 +28,7 @@ from lab.kernels import backend
 N, M, J, D, Q = 16_000, 8, 16, 50, 1
 SINGLE_J = 512
 SEED = 12345
-P = 4
+P = data.setting(1).P  # patches of Def. 3.1 at setting 1
 NOISE_FLOPS = 2 * 2 * N * Q * J * D  # forward and backward of the noise patches, 2 FLOPs per MAC
 ROUTER_FLOPS = 2 * 2 * N * D * M  # h = sΘ and ∇Θ = sᵀ∂h, the same in both paths
 # the step's dense products, structured ÷ dense (the signal patches' products with the 2K signals,

@@ -250,7 +250,7 @@ def theorem42_measurements(cfg, n: int, seed: int) -> dict:
     K = signals.V.shape[0]
     sets = profession_sets(professions(result.W0, signals.V), K)
     acc = expert_cluster_accuracy(test.y, test.cluster, all_expert_outputs(test, result.W, cfg), K)
-    routes = np.argmax(test.s @ result.Theta, axis=1)
+    routes = np.argmax(result.plan.router_logits(test.s, result.Theta), axis=1)
     sizes = [int((test.cluster == k).sum()) for k in range(K)]
     experts = [(round((1 - acc[m, k]) * sizes[k]), sizes[k]) for k in range(K) for m in sets[k]]
     experts += [(sizes[k], sizes[k]) for k in range(K) if len(sets[k]) == 0]

@@ -188,7 +188,7 @@ def _run_moe(config, signals, train_set, test_set, seed, progress) -> dict:
     sets = profession_sets(k_star, K)
     f_all = result.plan.experts.dense(test.xk, result.W)
     acc = expert_cluster_accuracy(test.y, test.cluster, f_all, K)
-    routes_nf = np.argmax(test.s @ result.Theta, axis=1)
+    routes_nf = np.argmax(result.plan.router_logits(test.s, result.Theta), axis=1)
     to_profession = [float(np.isin(routes_nf[test.cluster == k], sets[k]).mean()) for k in range(K)]
     keys = [k for k in result.history if k.startswith(("expert_", "router_"))]
     curves = {"step": result.history["step"][::CURVE_THINNING]} | {

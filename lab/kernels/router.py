@@ -22,7 +22,8 @@ from numba import njit, prange
 
 from lab.kernels import _checks
 from lab.kernels._shared import CHUNKS
-from lab.kernels._simd import VECTOR_BYTES, vfma, vload, vstore, vzero
+from lab.kernels._simd import VECTOR_BYTES, lanes, vfma, vload, vstore, vzero
+from lab.kernels.routed import _sum_buffers
 
 __all__ = ["router_gradient", "router_logits"]
 
@@ -62,7 +63,7 @@ def _logits(s, Theta):
     Mp = Theta.shape[1]
     h = np.empty((n, Mp), dtype=s.dtype)
     hf, tf = h.reshape(-1), Theta.reshape(-1)
-    step = VECTOR_BYTES // s.itemsize
+    step = lanes(s)
     for c in prange(CHUNKS):
         lo, hi = c * n // CHUNKS, (c + 1) * n // CHUNKS
         for v in range(0, Mp, step):
@@ -92,12 +93,12 @@ def _logits(s, Theta):
 @njit(cache=True, parallel=True, fastmath=True)
 def _gradient(s, dh):
     """sᵀ dh (d, Mp) for dh (n, Mp), Mp whole vectors: each chunk adds four samples' s_{i,k} dh_i to
-    row k of its own buffer per load and store; the buffers are added in chunk order."""
+    row k of its own buffer per load and store; the buffers are added in chunk order (`_sum_buffers`)."""
     n, d = s.shape
     Mp = dh.shape[1]
     buffers = np.empty((CHUNKS, d, Mp), dtype=s.dtype)
     df = dh.reshape(-1)
-    step = VECTOR_BYTES // s.itemsize
+    step = lanes(s)
     for c in prange(CHUNKS):
         b = buffers[c].reshape(-1)
         b[:] = 0.0
@@ -120,7 +121,4 @@ def _gradient(s, dh):
                 for k in range(d):
                     vstore(b, k * Mp + v, vfma(vload(b, k * Mp + v), s[i, k], g0))
                 i += 1
-    grad = buffers[0].copy()
-    for c in range(1, CHUNKS):
-        grad += buffers[c]
-    return grad
+    return _sum_buffers(buffers)
