@@ -29,8 +29,9 @@ twin, and the benchmarks time them side by side in one group. `lab.kernels.backe
 serves today: {names}.
 
 The router's two products, h = sΘ and ∇Θ = sᵀ∂L/∂h with s the patch sums (`lab.kernels.router`),
-are kernels too: with M = 8 experts a row of Θ is one 64-byte float64 vector, and one-thread BLAS on
-the 16,000 × 50 matrix s ran at a third of the rate. Both the dense and the structured step use them.
+are kernels too: with M = 8 experts a row of Θ is one 64-byte float64 vector. Their benchmark groups
+(`router_logits`, `router_gradient`) time them beside one-thread BLAS, their NumPy twins. Both the dense
+and the structured step use them.
 
 The moment-loss gradient of Makkuva et al. (L4, eq. 6) has its own kernel beside a NumPy twin; the
 gradient of L_log has none, because a single-pass Numba version was slower than NumPy's vectorised

@@ -6,8 +6,8 @@ The router's logits h_i = Θᵀ Σ_p x_i⁽ᵖ⁾ are the rows of s Θ, with s (
 M = 8 experts a row of Θ is one float64 machine vector (`lab.kernels._simd`), so h_i is d broadcast
 multiply-adds into one register, four samples at a time, and sᵀ ∂L/∂h adds s_{i,k} ∂L/∂h_i to row k
 of a d × M buffer per chunk of samples; wider M takes several vectors. One-thread BLAS (OpenBLAS's
-small-N GEMM on a 16,000 × 50 matrix) took 0.36 ms and 0.40 ms for the two products at setting 1;
-these take 0.18 and 0.25 ms on one thread.
+small-N GEMM on a 16,000 × 50 matrix) took 0.35 ms and 0.39 ms for the two products at setting 1;
+these take 0.17 and 0.19 ms on one thread (0.09 and 0.10 ms on two).
 
 Determinism is that of `lab.kernels._shared`: a row of h is one sample's sum in order of k whatever
 the thread, and ∇Θ adds the chunks' buffers in chunk order. The entry points check their arguments
