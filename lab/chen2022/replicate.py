@@ -66,8 +66,13 @@ def expand(
     tier: str = "full",
     dtype: str = "float64",
     arithmetic: str = "structured",
+    eta: float | None = None,
+    sigma0: float | None = None,
 ) -> list[dict]:
-    """The grid of independent run configs of a target: cells × (settings the paper has) × seeds."""
+    """The grid of independent run configs of a target: cells × (settings the paper has) × seeds.
+
+    `eta` (the experts' rate) and `sigma0` (the init scale), when given, are set in every MoE config:
+    the sensitivity studies over values the paper does not state (absent, the variant's defaults)."""
     cells = _cells(target)
     for name, value, allowed in (
         ("variant", variant, VARIANTS),
@@ -81,6 +86,10 @@ def expand(
         raise InputError(f"seeds must be an integer >= 1, got {seeds!r}")
     if not isinstance(seed, int) or seed < 0:
         raise InputError(f"seed must be an integer >= 0, got {seed!r}")
+    chosen_values = {k: v for k, v in (("eta", eta), ("sigma0", sigma0)) if v is not None}
+    for name, value in chosen_values.items():
+        if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            raise InputError(f"{name} must be a positive finite number, got {value!r}")
     have = target_settings(target)
     chosen = [s for s in dict.fromkeys(settings) if s in have]
     if not chosen:
@@ -92,7 +101,8 @@ def expand(
                 continue
             for i in range(seeds):
                 run = {"model": cell.model, "variant": variant, "setting": s, "seed": seed + i, "tier": tier}
-                configs.append(run | {"dtype": dtype, "arithmetic": arithmetic} | cell.params)
+                moe = chosen_values if cell.model.startswith("moe") else {}
+                configs.append(run | {"dtype": dtype, "arithmetic": arithmetic} | cell.params | moe)
     return configs
 
 
@@ -156,7 +166,7 @@ def single_run_config(config: dict) -> SingleConfig:
 
 def moe_run_config(config: dict) -> TrainConfig:
     """Algorithm 1's options of an MoE run config (a run record holds them too)."""
-    options = {k: config[k] for k in (*MOE_DEFAULTS, "activation", "steps") if k in config}
+    options = {k: config[k] for k in (*MOE_DEFAULTS, "activation", "steps", "eta", "sigma0") if k in config}
     return variant_config(config["variant"], **options, **_arithmetic(config))
 
 
@@ -179,6 +189,8 @@ def _run_single(config, signals, train_set, test_set, seed, progress) -> dict:
 def _run_moe(config, signals, train_set, test_set, seed, progress) -> dict:
     cfg = moe_run_config(config)
     result = train(train_set, signals, cfg, seed, progress)
+    if result.diverged_at is not None:  # a result, not a crash: no finite model is left to evaluate
+        return diverged_record(result)
     test = prepare(test_set, cfg, signals)
     report = evaluate(result, test, signals, cfg, seed)
     K = signals.V.shape[0]
@@ -214,6 +226,26 @@ def _run_moe(config, signals, train_set, test_set, seed, progress) -> dict:
         "history": result.history,
         "curves": curves,
     }
+
+
+def diverged_record(result) -> dict:
+    """The record of a run whose loss or parameters stopped being finite: when, and no accuracy."""
+    return {
+        "test_accuracy": None,
+        "diverged_at": result.diverged_at,
+        "dispatch_entropy": None,
+        "steps": result.steps,
+        "seconds": result.seconds,
+        "stopped_early": False,
+        "history": result.history,
+    }
+
+
+def accuracy_text(record: dict) -> str:
+    """A run's test accuracy as a table shows it, or where it diverged."""
+    if record.get("diverged_at") is not None:
+        return f"diverged at step {record['diverged_at']}"
+    return f"{record['test_accuracy']:.2f} %"
 
 
 # ------------------------------------------------------------------------------------ runs on disk
@@ -296,7 +328,7 @@ def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
             what = "kept" if cached else f"{record['seconds']:.1f} s"
             bar.step(
                 f"{config['model']} setting {config['setting']} seed {config['seed']}: "
-                f"{record['test_accuracy']:.2f} % ({what})"
+                f"{accuracy_text(record)} ({what})"
             )
     return configs, records
 
@@ -332,7 +364,14 @@ def format_table(target: str, records: list[dict]) -> str:
             if not rows or s not in cell.paper:
                 continue
             p_acc, p_acc_std, p_ent, p_ent_std = cell.paper[s]
-            acc, acc_std = _mean_std([r["test_accuracy"] for r in rows])
+            finite = [r["test_accuracy"] for r in rows if r.get("diverged_at") is None]
+            if not finite:
+                paper = _fmt(p_acc, p_acc_std, 2)
+                lines.append(f"| {cell.label} | {len(rows)} | all diverged | {paper} | – | NA | NA | – | – |")
+                continue
+            acc, acc_std = _mean_std(finite)
+            diverged = len(rows) - len(finite)
+            acc_txt = _fmt(acc, acc_std, 2) + (f" ({diverged} of {len(rows)} diverged)" if diverged else "")
             ents = [r["dispatch_entropy"] for r in rows if r["dispatch_entropy"] is not None]
             ent_txt, p_ent_txt, ent_diff = "NA", "NA", "–"
             if ents:
@@ -342,7 +381,7 @@ def format_table(target: str, records: list[dict]) -> str:
                     p_ent_txt, ent_diff = _fmt(p_ent, p_ent_std, 3), f"{ent - p_ent:+.3f}"
             steps = np.mean([r["steps"] for r in rows])
             lines.append(
-                f"| {cell.label} | {len(rows)} | {_fmt(acc, acc_std, 2)} | {_fmt(p_acc, p_acc_std, 2)} | "
+                f"| {cell.label} | {len(rows)} | {acc_txt} | {_fmt(p_acc, p_acc_std, 2)} | "
                 f"{acc - p_acc:+.2f} | {ent_txt} | {p_ent_txt} | {ent_diff} | {steps:.0f} |"
             )
     return "\n".join(lines).lstrip("\n")
@@ -464,7 +503,8 @@ def run_target(target: str, args) -> int:
         )
         if not plots.available():
             print(plots.PLOTS_HINT, file=sys.stderr)
-    return 0 if all(math.isfinite(r["test_accuracy"]) for r in records) else 1
+    finite = (r.get("diverged_at") is not None or math.isfinite(r["test_accuracy"]) for r in records)
+    return 0 if all(finite) else 1
 
 
 REPLICATIONS = [

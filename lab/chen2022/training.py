@@ -249,6 +249,7 @@ class TrainResult:
     plan: Plan  # the options the run was resolved into (and is evaluated with)
     max_sum_theta_ratio: float  # max over steps of ‖Θ·1‖ / ‖Θ‖ (Lemma E.1: 0 for the softmax gate)
     history: dict[str, list] = field(default_factory=dict)
+    diverged_at: int | None = None  # the step whose loss or update was not finite (W, Θ: the last finite)
     last_routes: np.ndarray | None = None  # the routes and router outputs of the last training step
     last_h: np.ndarray | None = None
 
@@ -284,11 +285,15 @@ def train(
     seeds = step_seeds(seed, steps)
     hist: dict[str, list] = {key: [] for key in ("step", "loss", "train_accuracy", "dispatch_entropy")}
     hist.update({key: [] for key in ("expert_feature", "expert_center", "router_feature", "router_center")})
-    best, stopped, max_ratio, t = np.inf, False, 0.0, 0
-    with Progress(steps, "Algorithm 1", enabled=progress, unit="step") as bar:
+    best, stopped, max_ratio, t, diverged_at = np.inf, False, 0.0, 0, None
+    overflow = np.errstate(over="ignore", invalid="ignore")  # `finite_step` ends a diverging run
+    with Progress(steps, "Algorithm 1", enabled=progress, unit="step") as bar, overflow:
         for t in range(steps):
             W_next, Theta_next, step = algorithm1_step(batch, W, Theta, int(seeds[t]), plan)
             loss = float(step.out.loss.mean())
+            if not finite_step(loss, W_next, Theta_next):
+                diverged_at = t
+                break
             if t % every == 0 or t == steps - 1:
                 _record(hist, t, loss, batch, step, W, Theta, signals)
             W, Theta = W_next, Theta_next
@@ -312,7 +317,13 @@ def train(
         max_sum_theta_ratio=max_ratio,
         last_routes=step.routes,
         last_h=step.h,
+        diverged_at=diverged_at,
     )
+
+
+def finite_step(loss: float, *parameters: np.ndarray) -> bool:
+    """Did a step keep its loss and every updated parameter finite (else the run has diverged)?"""
+    return math.isfinite(loss) and all(np.isfinite(p).all() for p in parameters)
 
 
 def _record(hist, t, loss, batch, step: Step, W, Theta, signals) -> None:

@@ -11,6 +11,10 @@ count, a seed outside [0, 2**64), an index outside [0, M) or mismatched shapes r
 TypeError or ValueError on both backends. The jitted loops (`_name` in each Numba module) trust
 their arguments and are called only from these entry points. Finiteness of the data is left to
 the public science functions (`lab.core.validate`), which check it before they dispatch.
+
+Every jitted loop is compiled with `error_model="numpy"`: a division by zero gives inf or NaN as in
+the NumPy twins instead of raising inside the kernel, so a run that overflows reaches its caller's
+finiteness test (`lab.chen2022.training.finite_step`) and ends as a diverged run on both backends.
 """
 
 from __future__ import annotations

@@ -29,27 +29,27 @@ _MIX2 = uint64(0x94D049BB133111EB)
 _TWO_POW_M53 = 1.0 / 9007199254740992.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _mix(z):
     z = (z ^ (z >> uint64(30))) * _MIX1
     z = (z ^ (z >> uint64(27))) * _MIX2
     return z ^ (z >> uint64(31))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _uniform01(key, index):
     """Counter-based U(0, 1): SplitMix64 output number `index` of the stream keyed by `key`."""
     z = _mix(key + (uint64(index) + uint64(1)) * _GOLDEN)
     return (float(z >> uint64(11)) + 0.5) * _TWO_POW_M53
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def stream_key(seed):
     """Key of the noise stream for an integer seed (the twin is `lab.kernels.routed_numpy.stream_key`)."""
     return _mix(uint64(seed) * _GOLDEN + _GOLDEN)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def draw(key, index, code, a, b):
     """Draw number `index` of stream `key`: uniform [a, b), N(0, a²) or Gumbel(0, a) by `NOISE_CODES`."""
     if code == 0:
@@ -61,7 +61,7 @@ def draw(key, index, code, a, b):
     return -a * math.log(-math.log(_uniform01(key, index)))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _add_four_rows(x0, x1, x2, x3, c0, c1, c2, c3, grad):
     """grad[j] += c0[j] x0 + c1[j] x1 + c2[j] x2 + c3[j] x3 for every filter j of grad (J, d): four
     inputs' terms of (E.2) by tiles of four filters, each row of grad loaded and stored once per

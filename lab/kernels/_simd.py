@@ -38,7 +38,7 @@ class VecModel(models.PrimitiveModel):
         super().__init__(dmm, fe_type, ir.VectorType(element, fe_type.lanes))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def lanes(arr):
     """The floats of arr's dtype in one vector."""
     return VECTOR_BYTES // arr.itemsize

@@ -25,7 +25,7 @@ CHUNKS = 16  # reduction chunks at most, each of ≥ 512 samples: fewer (M, J, d
 BLOCK = 256  # consecutive samples grouped by expert together (their noise patches fit in L2)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _signal_z(G, b, index, scale, i, m, zrow):
     """zrow[t, j] = s_{i,t} G_{m,r,j} + b_{m,j} for sample i's signal patches t: ⟨w, s u + o⟩ (Def. 3.1)."""
     for t in range(index.shape[1]):
@@ -34,7 +34,7 @@ def _signal_z(G, b, index, scale, i, m, zrow):
             zrow[t, j] = s * G[m, r, j] + b[m, j]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tile_rows(order, tiles, t):
     """The expert, the number of valid samples and the four sample indices of tile t (the last repeated)."""
     start, count, m = tiles[t, 0], tiles[t, 1], tiles[t, 2]
@@ -45,7 +45,7 @@ def _tile_rows(order, tiles, t):
     return m, count, i0, i1, i2, i3
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tile_noise(noise, i0, i1, i2, i3, xtile):
     """xtile[a, q, :d] = ξ_{i_a, q}: the tile's noise patches in rows of `_row_width` (the rest stays 0)."""
     d = noise.shape[2]
@@ -55,7 +55,7 @@ def _tile_noise(noise, i0, i1, i2, i3, xtile):
                 xtile[a, q, k] = noise[i, q, k]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tile_noise_z(xtile, W, m, S, ztile):
     """ztile[a, S:] (Q, J) = the noise patches' pre-activations of the tile's sample a under expert m,
     4 × 2 tiles."""
@@ -96,25 +96,25 @@ def _tile_noise_z(xtile, W, m, S, ztile):
             j += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _sample_offsets(P, p, Jp):
     """The flat offsets of patch p's row in each sample of a (4, P, Jp) tile."""
     return p * Jp, (P + p) * Jp, (2 * P + p) * Jp, (3 * P + p) * Jp
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _rows4(v, o0, o1, o2, o3):
     """The vectors of v (flat) at four offsets."""
     return vload(v, o0), vload(v, o1), vload(v, o2), vload(v, o3)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _fma4(r, x0, x1, x2, x3, g0, g1, g2, g3):
     """r + x0 g0 + x1 g1 + x2 g2 + x3 g3 (scalars x, vectors g)."""
     return vfma(vfma(vfma(vfma(r, x0, g0), x1, g1), x2, g2), x3, g3)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tile_noise_z_by_filters(xtile, w, Jp, m, Jc, z, S):
     """z (the tile's (4, P, Jp) pre-activations, flat) [a, S:, :Jc] = the noise patches' pre-activations
     of sample a under expert m, from w = Wt (M, d, Jp) flat (filters last; Jc ≤ Jp a whole number of
@@ -188,7 +188,7 @@ def _tile_noise_z_by_filters(xtile, w, Jp, m, Jc, z, S):
             vstore(z, o3 + j, vadd(a3, b3))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tile_noise_gradient_by_filters(xtile, g, Jp, Jc, r, base, S):
     """r (flat) [base + k·Jp + j] += Σ_a Σ_q ξ_{i_a, q, k} g_a[S + q, j], j < Jc: the noise patches' terms
     of (E.2) with filters last (g the tile's (4, P, Jp) coefficients, flat), the tile's g in
@@ -230,7 +230,7 @@ def _tile_noise_gradient_by_filters(xtile, g, Jp, Jc, r, base, S):
                 vstore(r, at, _fma4(vload(r, at), x0, x1, x2, x3, g0, g1, g2, g3))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tile_z(G, b, index, scale, xtile, i0, i1, i2, i3, W, m, ztile):
     """ztile[a] (S + Q, J) = the pre-activations of sample i_a under expert m; noise by 4 × 2 tiles."""
     _tile_noise_z(xtile, W, m, index.shape[1], ztile)
@@ -240,7 +240,7 @@ def _tile_z(G, b, index, scale, xtile, i0, i1, i2, i3, W, m, ztile):
     _signal_z(G, b, index, scale, i3, m, ztile[3])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tile_noise_gradient(xtile, S, gtile, grad):
     """grad (J, d) += Σ_a Σ_q g_a[S + q, j] ξ_{i_a, q}: the noise patches' terms of (E.2), four samples
     by four filters (`lab.kernels._shared._add_four_rows`)."""
@@ -253,7 +253,7 @@ def _tile_noise_gradient(xtile, S, gtile, grad):
         )  # fmt: skip
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tile_gradient(index, scale, xtile, i0, i1, i2, i3, gtile, grad, A, B):
     """grad (J, d) += the noise terms (`_tile_noise_gradient`); the signal scalars A (R, J), B (J,)."""
     S, J = index.shape[1], gtile.shape[2]
@@ -266,7 +266,7 @@ def _tile_gradient(index, scale, xtile, i0, i1, i2, i3, gtile, grad, A, B):
                 B[j] += gtile[a, t, j]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _chunks(n):
     """Reduction chunks for n samples: a function of n only (each chunk holds an (M, J, d) buffer), and
     even from 1,024 samples on, so that two threads get equal shares (15 chunks made one wait)."""
@@ -275,7 +275,7 @@ def _chunks(n):
     return 2 * min(CHUNKS // 2, n // 1024)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _block_tiles(routes, lo, hi, order, bounds, tiles):
     """The samples lo ≤ i < hi grouped by expert (a stable counting sort into order[: hi − lo]), and
     their tiles (start in order, samples ≤ TILE, expert) in tiles[: returned count]; bounds (M + 1,)
@@ -297,7 +297,7 @@ def _block_tiles(routes, lo, hi, order, bounds, tiles):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tiles(routes, M, block):
     """Samples grouped by expert within blocks of `block` consecutive samples (`_block_tiles`), and tiles
     (T, 3) of (start in that order, samples <= TILE, expert): a block's noise stays in cache."""

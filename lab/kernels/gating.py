@@ -26,7 +26,7 @@ def noisy_top_k_gate_and_load(clean, raw_noise, xi, k):
     return _gate_and_load(*_checks.noisy_top_k_gate_and_load(clean, raw_noise, xi, k))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, error_model="numpy", parallel=True)
 def _gate_and_load(clean, raw_noise, xi, k):
     """Noisy top-k gate G = Softmax(KeepTopK(H, k)) and smooth load P(x, i) of Shazeer et al. (2017).
 
@@ -88,7 +88,7 @@ def top_k_membership_counts(clean, scale, xi, k, draws, seed, resample_all):
     return _membership_counts(clean, scale, xi, k, draws, _checks.numba_seed(seed), resample_all)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, error_model="numpy", parallel=True)
 def _membership_counts(clean, scale, xi, k, draws, seed, resample_all):
     """Monte Carlo for C2: how often expert i is in the top k of H = clean + scale·ξ, per (row, i).
 

@@ -27,7 +27,7 @@ def l4_gradient(A, x, q4, q2, c, c_prime, mu, lam, delta):
     return _l4_gradient(*_checks.l4_gradient(A, x, q4, q2, c, c_prime, mu, lam, delta))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _l4_gradient(A, x, q4, q2, c, c_prime, mu, lam, delta):
     """The single serial pass of `l4_gradient` (arguments checked by the caller)."""
     k, d = A.shape

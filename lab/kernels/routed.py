@@ -42,7 +42,7 @@ _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, error_model="numpy", parallel=True)
 def _noise(key, index, code, a, b):
     """Draws number `index` (1-d) of stream `key`: uniform [a, b), N(0, a²), Gumbel(0, a) by `NOISE_CODES`."""
     if code < 0 or code > 2:
@@ -54,7 +54,7 @@ def _noise(key, index, code, a, b):
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _sigma(z, code):
     if code == 0:
         return z * z * z
@@ -69,7 +69,7 @@ def _sigma(z, code):
     return math.tanh(z)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _sigma_prime(z, code):
     if code == 0:
         return 3.0 * z * z
@@ -85,13 +85,13 @@ def _sigma_prime(z, code):
     return 1.0 - t * t
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _reduction_chunks(n):
     """Number of sample chunks for a reduction over n samples: a function of n only, never of threads."""
     return max(1, min(CHUNKS, n // 512))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _expert_on_sample(x, i, W, m, zrow, act):
     """z_{p,j} = ⟨w_{m,j}, x_i⁽ᵖ⁾⟩ into zrow (P, J); returns f_m(x_i) = Σ_{p,j} σ(z_{p,j}).
 
@@ -157,7 +157,7 @@ def _expert_on_sample(x, i, W, m, zrow, act):
     return total
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _sigma_and_prime(z, code):
     """(σ(z), σ'(z)) with one transcendental call where they share it (tanh, GELU, CELU).
 
@@ -174,7 +174,7 @@ def _sigma_and_prime(z, code):
     return _sigma(z, code), _sigma_prime(z, code)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _slopes(z, scale, act, g):
     """g (P, J) = scale · σ'(z): the per-patch, per-filter coefficients of sample i's term of (E.2)."""
     for p in range(z.shape[0]):
@@ -182,7 +182,7 @@ def _slopes(z, scale, act, g):
             g[p, j] = scale * _sigma_prime(z[p, j], act)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _logistic_slope(margin):
     """ℓ'(margin) = −1 / (1 + e^{margin}) of (3.3), without overflow: one exp, no branch on the sign
     (a branch on a random sign mispredicts half the time)."""
@@ -190,7 +190,7 @@ def _logistic_slope(margin):
     return -(1.0 if margin < 0 else e) / (1.0 + e)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _add_expert_gradient(x, i, g, grad):
     """grad (J, d) += Σ_p g_{p,j} x_i⁽ᵖ⁾: sample i's term of (E.2) with g from `_slopes`, four patches
     at a time (`_add_four_rows`)."""
@@ -210,7 +210,7 @@ def _add_expert_gradient(x, i, g, grad):
         p += 1
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, error_model="numpy", parallel=True)
 def _sum_buffers(buffers):
     """Σ_c buffers[c], each entry summed over c in increasing order (parallel over entries)."""
     chunks = buffers.shape[0]
@@ -224,7 +224,7 @@ def _sum_buffers(buffers):
     return total.reshape(buffers.shape[1:])
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _routed_forward(x, W, routes, act):
     """Each sample through its routed expert only: f_{m_i}(x_i) (3.1) and pre-activations z (n, P, J)."""
     n, P = x.shape[0], x.shape[1]
@@ -235,7 +235,7 @@ def _routed_forward(x, W, routes, act):
     return f, z
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _routed_backward(x, z, routes, coef, M, act):
     """Σ_{i: m_i = m} coef_i Σ_p σ'(z_{i,p,j}) x_i⁽ᵖ⁾ for each (m, j): the sum in (E.2), shape (M, J, d)."""
     n, P, d = x.shape
@@ -251,7 +251,7 @@ def _routed_backward(x, z, routes, coef, M, act):
     return _sum_buffers(buffers)
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _routed_step(x, W, routes, margin_scale, act):
     """Fused forward and backward of the routed loss mean_i ℓ(s_i f_{m_i}(x_i)), ℓ logistic.
 
@@ -275,7 +275,7 @@ def _routed_step(x, W, routes, margin_scale, act):
     return f, _sum_buffers(buffers)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, error_model="numpy", parallel=True)
 def _shifted_logits(h):
     """h_{i,m} − max_m h_{i,m}: exponents of softmax(h) that are at most 0, so e^x cannot overflow."""
     n, M = h.shape
@@ -289,7 +289,7 @@ def _shifted_logits(h):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, error_model="numpy", parallel=True)
 def _normalised_gate(e, routes):
     """π = e / Σ_m e row by row (in place; e > 0 with a 1 in every row) and g_i = π_{i, m_i}."""
     n, M = e.shape
@@ -304,7 +304,7 @@ def _normalised_gate(e, routes):
     return g, e
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _dense_forward(x, W, act):
     """Every expert on every sample, f_m(x_i) (3.1), shape (n, M): for dispatch analysis and baselines."""
     n, P = x.shape[0], x.shape[1]
@@ -317,7 +317,7 @@ def _dense_forward(x, W, act):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, error_model="numpy", parallel=True)
 def _perturbed_argmax(h, seed, noise_code, a, b):
     """Top-1 routes argmax_m {h_{i,m} + r_{i,m}} for a batch h (n, M), noise r drawn in the kernel."""
     n, M = h.shape
@@ -335,7 +335,7 @@ def _perturbed_argmax(h, seed, noise_code, a, b):
     return routes
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, error_model="numpy", parallel=True)
 def _routing_counts(h, draws, seed, noise_code, a, b):
     """How often each expert wins argmax_m {h_m + r_m} over `draws` noise draws for one h (M,)."""
     M = h.shape[0]

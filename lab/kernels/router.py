@@ -55,7 +55,7 @@ def router_gradient(s, dh):
     return grad if grad.shape[1] == dh.shape[1] else np.ascontiguousarray(grad[:, : dh.shape[1]])
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _logits(s, Theta):
     """h (n, Mp) = s Θ for Θ (d, Mp), Mp whole vectors: per block of four samples and vector of
     experts, four sums of d broadcast multiply-adds."""
@@ -90,7 +90,7 @@ def _logits(s, Theta):
     return h
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _gradient(s, dh):
     """sᵀ dh (d, Mp) for dh (n, Mp), Mp whole vectors: each chunk adds four samples' s_{i,k} dh_i to
     row k of its own buffer per load and store; the buffers are added in chunk order (`_sum_buffers`)."""

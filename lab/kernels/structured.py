@@ -94,7 +94,7 @@ CUBIC, LINEAR, TANH = (ACTIVATION_CODES[name] for name in ("cubic", "linear", "t
 _TABLES = threading.local()  # `_table_buffer`'s array and its (shape, dtype), per thread
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _readout_and_primes(z, t, readout, act):
     """Σ_{p,j} a_j σ(z_{p,j}) (3.1) with a = readout, and z (P, J) overwritten with σ'(z). For tanh,
     t (P, J) holds tanh z (`_tabulated`); the other codes ≥ 3 make one transcendental call for σ
@@ -136,7 +136,7 @@ def _tabulated(z: np.ndarray) -> np.ndarray:
     return np.tanh(z, out=z)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _margin_slope(margin, loss):
     """d loss / d margin by `MARGIN_LOSS_CODES`: ℓ'(m), or ℓ'(t)(1 − t²)/2 with t = tanh(m/2) (3.3)."""
     if loss == 0:
@@ -145,7 +145,7 @@ def _margin_slope(margin, loss):
     return _logistic_slope(t) * 0.5 * (1.0 - t * t)
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _structured_forward(G, b, index, scale, noise, W, order, tiles, act, z):
     """Each sample through its routed expert: f_{m_i}(x_i) (3.1), and z (n, S + Q, J) filled, tile by tile;
     W's rows have `_row_width`."""
@@ -171,7 +171,7 @@ def _structured_forward(G, b, index, scale, noise, W, order, tiles, act, z):
     return f, z
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act, width):
     """Per chunk: the noise patches' sum in (E.2) (M, J, width) in rows of `_row_width` and the signal
     scalars A (M, R, J), B (M, J)."""
@@ -198,7 +198,7 @@ def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act, 
     return buffers, A, B
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss, table):
     """Fused forward and backward of mean_i loss(s_i f_{m_i}(x_i)) (3.3), tile by tile (E.2); `table`
     (n, P, J) holds tanh z for σ = tanh (`_tabulated`), else it is (n, 0, 0); W's rows have `_row_width`."""
@@ -233,7 +233,7 @@ def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin
     return f, buffers, A, B
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def cubic_signal_sums(G, b, readout):
     """C (M, R, 4), C_k = Σ_j a_j G_{m,r,j}^k b_{m,j}^{3−k}: Σ_j a_j (s G + b)³ = Σ_k binom(3, k) s^k C_k.
 
@@ -251,7 +251,7 @@ def cubic_signal_sums(G, b, readout):
     return C
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cubic_gradient(buffers, sums, G, b, readout, signals, offset):
     """∇W (M, J, d) of (E.2) for σ = z³: the noise patches' sums (chunks, M, d, Jp) added in chunk order,
     plus Σ_r A_r u_r + B o, with A (M, R, J), B (M, J) from the sums S_k (chunks, M, R, 4) of coef·s^k
@@ -283,7 +283,7 @@ def _cubic_gradient(buffers, sums, G, b, readout, signals, offset):
     return grad
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _structured_step_cubic(C, index, scale, noise, Wt, readout, routes, margin_scale, loss):
     """`_structured_step` for σ(z) = z³ with the signal patches in closed form: patch (s, r) adds
     ((C₃s + 3C₂)s + 3C₁)s + C₀ to f (C = `cubic_signal_sums`), and coef·s^k to the sums S_k, k ≤ 3,
@@ -345,7 +345,7 @@ def _structured_step_cubic(C, index, scale, noise, Wt, readout, routes, margin_s
     return f, buffers, sums
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _structured_dense_forward(G, b, index, scale, noise, W, act):
     """Every expert on every sample, f_m(x_i) (3.1), shape (n, M), from the structure."""
     n, M, J = noise.shape[0], W.shape[0], W.shape[1]

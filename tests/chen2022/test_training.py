@@ -426,3 +426,19 @@ def test_single_config_validation():
     with pytest.raises(ValueError, match="activation"):
         baselines.SingleConfig(activation="swish")
     assert baselines.single_config("reference-code", activation="linear").lr == 0.003
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("structured", [True, False])
+def test_a_run_whose_parameters_overflow_ends_as_diverged_on_both_backends(backend, structured):
+    """Plain GD at rate 1e8 on cubic experts overflows within a few steps: the run stops at that step
+    with the last finite parameters and says so, instead of raising or running on through NaN. Premise:
+    the same run at the stated rate 0.001 does not diverge."""
+    signals, train = _problem(n=64, seed=1)
+    base = T.TrainConfig(M=4, J=4, steps=60, expert_update="gd", backend=backend, structured=structured)
+    calm = T.train(train, signals, base, seed=0)
+    assert calm.diverged_at is None and calm.steps == 60
+    wild = T.train(train, signals, dataclasses.replace(base, eta=1e8), seed=0)
+    assert wild.diverged_at is not None and wild.steps == wild.diverged_at + 1 < 60
+    assert np.isfinite(wild.W).all() and np.isfinite(wild.Theta).all()
+    assert all(np.isfinite(wild.history["loss"]))
