@@ -1,24 +1,17 @@
-"""Hypothesis profiles `ci` (default), `dev` and `fuzz` (database kept), a loopback Dask cluster, and
-the parsed arguments of `python -m lab replicate`."""
+"""Hypothesis profiles `ci` (default), `dev` and `fuzz` (from `lab.testing`), a loopback Dask cluster,
+fake plugin packages, and the parsed arguments of `python -m lab replicate`."""
 
 import argparse
-import os
+import importlib
+import itertools
+import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
 
-_common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
-settings.register_profile("ci", max_examples=25, derandomize=True, database=None, print_blob=True, **_common)
-settings.register_profile("dev", max_examples=50, **_common)
-settings.register_profile(
-    "fuzz",
-    max_examples=int(os.environ.get("MOE_LAB_FUZZ_EXAMPLES", "2000")),
-    database=DirectoryBasedExampleDatabase(".hypothesis/examples"),
-    **_common,
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+from lab.testing import load_profile
+
+load_profile()
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +63,34 @@ def registered():
     yield add
     for declaration in added:
         registry.remove(declaration)
+
+
+_PLUGIN_NUMBERS = itertools.count()
+
+
+@pytest.fixture
+def install_plugin(tmp_path, monkeypatch):
+    """`install_plugin(package, source) -> module name`: a fake installed distribution `package` whose one
+    module, of that source, is advertised in the `moe_lab.plugins` group. The registry starts empty (the
+    lab's own plugins load again on first use) and is restored after the test."""
+    from lab.core import registry
+
+    for name, empty in (("_ORIGINS", {}), ("_OWNERS", {}), ("_CONFLICTS", []), ("_LOADED", set())):
+        monkeypatch.setattr(registry, name, empty)
+    monkeypatch.setattr(registry, "_REGISTRY", {k: {} for k in registry.KINDS})
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def install(package: str, source: str) -> str:
+        module = f"fake_plugin_{next(_PLUGIN_NUMBERS)}"
+        (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+        info = tmp_path / f"{module}-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(f"[{registry.PLUGIN_GROUP}]\n{module} = {module}\n")
+        importlib.invalidate_caches()
+        return module
+
+    return install
 
 
 @pytest.fixture

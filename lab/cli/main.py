@@ -64,7 +64,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 EXIT_OK, EXIT_CLAIM_FAILED, EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-def _interrupted(exc: BaseException) -> bool:
+def interrupted(exc: BaseException) -> bool:
     """Whether Ctrl-C caused `exc` (Numba's parallel regions re-raise it as a SystemError)."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say("interrupted; finished work is kept, and the same command resumes it")
         return EXIT_INTERRUPTED
     except Exception as exc:
-        if _interrupted(exc):
+        if interrupted(exc):
             _say("interrupted; finished work is kept, and the same command resumes it")
             return EXIT_INTERRUPTED
         if os.environ.get("MOE_LAB_DEBUG"):

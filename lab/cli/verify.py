@@ -1,13 +1,22 @@
-"""`python -m lab verify`: run every registered claim check, print the verdicts, write JSON and Markdown."""
+"""`python -m lab verify`: run every registered claim check, print the verdicts, write JSON and Markdown.
+
+A check that raises or returns a malformed record gives its claims an `error` record naming the
+check, its module and package and the exception (the traceback too with MOE_LAB_DEBUG=1), and every
+other check still runs; premise records of a claim without a negative control read `uncontrolled`
+unless a check of the claim is registered `report_only`. Either fails the run (exit 1).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterable
 
 from lab.cli.kernel_cache import compile_in_child, every_training_config
-from lab.cli.main import UsageError, nonnegative_int
+from lab.cli.main import UsageError, interrupted, nonnegative_int
 from lab.core import registry
 from lab.core.io import check_writable, write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
@@ -23,6 +32,7 @@ def _parse_only(text: str | None) -> list[str] | None:
     wanted = [t.strip().upper() for t in text.split(",") if t.strip()]
     unknown = sorted(set(wanted) - registry.known_claims())
     if not wanted or unknown:
+        registry.refuse("plugin")  # an unknown id may be one a plugin that failed to import declares
         known = ", ".join(sorted(registry.known_claims(), key=registry.claim_order))
         raise UsageError(f"--only: unknown claim id(s) {', '.join(unknown) or text!r}; known: {known}")
     return wanted
@@ -52,8 +62,9 @@ def run_verify(args: argparse.Namespace) -> int:
     with Progress(len(checks), "verify", enabled=not args.quiet, lines=True, unit="check") as progress:
         for check in checks:
             start = time.perf_counter()
-            records.extend(check.run(args.seed, args.tier))
+            records.extend(run_isolated(check, args.seed, args.tier))
             progress.step(f"{check.name} [{', '.join(check.claims)}] {time.perf_counter() - start:.1f} s")
+    mark_uncontrolled(records, {claim.upper() for c in checks if c.report_only for claim in c.claims})
     report = markdown_report(records, args.tier, args.seed)
     print(report, end="")
     if args.markdown:
@@ -67,3 +78,53 @@ def run_verify(args: argparse.Namespace) -> int:
         }
         write_json_atomic(args.json, payload)
     return 0 if all(r.ok for r in records) else 1
+
+
+def run_isolated(check: registry.Check, seed: int, tier: str) -> list[Record]:
+    """The check's records, or one `error` record per claim of it if it raises or returns a malformed
+    record (said on stderr in one line); Ctrl-C still interrupts."""
+    try:
+        return check.run(seed, tier)
+    except Exception as exc:
+        if interrupted(exc):
+            raise
+        failure = error_message(check, exc)
+        trace = "".join(traceback.format_exception(exc)) if os.environ.get("MOE_LAB_DEBUG") else None
+    hint = "" if trace else "; MOE_LAB_DEBUG=1 shows the traceback"
+    print(f"python -m lab: {failure}{hint}", file=sys.stderr)
+    if trace:
+        print(trace, file=sys.stderr, end="")
+    where = registry.origin(check)
+    return [
+        Record(
+            claim=claim,
+            statement=failure,
+            kind="premise",
+            params={"check": check.name, "module": where.module, "package": where.package},
+            measured=None,
+            bound=None,
+            verdict="not-applicable",
+            extra={"traceback": trace} if trace else {},
+            problem="error",
+        )
+        for claim in check.claims
+    ]
+
+
+def error_message(check: registry.Check, exc: Exception) -> str:
+    """One line: the check, where it comes from, and what went wrong."""
+    head = f"check {check.name!r} in {registry.origin(check)}"
+    if isinstance(exc, registry.MalformedRecord):
+        return f"{head} {exc}"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{head} raised {type(exc).__name__}: {first}"
+
+
+def mark_uncontrolled(records: Iterable[Record], report_only: set[str]) -> None:
+    """Mark `uncontrolled` the premise records read as expected (`pass`, `finding`) of the claims with
+    no negative-control record and no `report_only` check; a failing premise keeps its own outcome."""
+    records = list(records)
+    controlled = {r.claim.upper() for r in records if r.kind == "negative-control"} | report_only
+    for record in records:
+        if record.kind == "premise" and record.ok and record.claim.upper() not in controlled:
+            record.problem = "uncontrolled"

@@ -1,4 +1,4 @@
-"""Result records: the type every check, test and report speaks (CLAIMS.md, "What a result looks like")."""
+"""Result records: the type every check, test and report speaks (docs/index.md, "Reading a verdict")."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from typing import Any
 
 KINDS = ("premise", "negative-control", "report")
 VERDICTS = ("holds", "violated", "not-applicable")
+# what `verify` marks on records it cannot read as their verdict says: a check that raised or returned a
+# malformed record (`error`), a premise whose claim has no negative control (`uncontrolled`)
+PROBLEMS = ("error", "uncontrolled")
 
 
 def _finite(value: Any, name: str) -> Any:
@@ -49,6 +52,7 @@ class Record:
     finding: str | None = None
     note: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -61,6 +65,8 @@ class Record:
             raise ValueError(
                 "a report states a measurement without a verdict: verdict must be 'not-applicable'"
             )
+        if self.problem is not None and self.problem not in PROBLEMS:
+            raise ValueError(f"problem must be None or one of {PROBLEMS}, got {self.problem!r}")
         for name in ("measured", "bound", "slack", "seconds"):
             value = getattr(self, name)
             if value is not None:
@@ -74,6 +80,8 @@ class Record:
     @property
     def outcome(self) -> str:
         """How the lab reads this record: the word shown in the table's outcome column."""
+        if self.problem is not None:
+            return self.problem
         if self.kind == "report":
             return "report"
         if self.kind == "negative-control":

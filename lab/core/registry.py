@@ -9,6 +9,12 @@ which import no science), and stops at the first that declares the name asked fo
 `python -m lab sweep status` never imports the science it does not run. Every declaration has an
 explicit name; a check's seed derives from that name alone, so moving or renaming its code never
 changes a number.
+
+Plugins are installed packages, and loading one never fails another: a plugin that cannot be
+imported, two declarations of one kind with one name, or a claim id whose checks come from two
+packages (a package adds checks to the claims it declares, and it declares a claim by registering
+the first check of it) are recorded as a `Refusal` naming both sides, and raised only by the lookups
+that need what they concern (`checks(["C1"])` runs while an unrelated plugin is refused).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 from typing import Any
 
+from lab.core.errors import InputError
 from lab.core.records import Record
 
 TIERS = ("quick", "full")
@@ -30,6 +37,15 @@ PLUGIN_GROUP = "moe_lab.plugins"
 ATTRIBUTE = "__moe_lab__"
 
 CheckFunc = Callable[[int, str], "Record | Iterable[Record]"]
+LAB_MODULES = ("lab", "checks")  # the lab's own plugins: failing to import them is a bug of the lab
+
+
+class Refusal(InputError):
+    """Installed plugins that declare one thing twice, or one that cannot be imported: exit status 2."""
+
+
+class MalformedRecord(TypeError):
+    """A check returned something that is not a valid record of its own claims."""
 
 
 class Declaration:
@@ -44,28 +60,52 @@ class Check(Declaration):
     """A verification entry: runs at a tier with a seed derived from its name and returns records.
 
     `training_kernels`: it runs the Chen et al. model kernels (`lab.kernels.routed` or `structured`
-    beyond the stand-alone ones), which `verify` then has a child process load or compile first."""
+    beyond the stand-alone ones), which `verify` then has a child process load or compile first.
+    `report_only`: its claims' premise records need no negative control (else they read `uncontrolled`)."""
 
     name: str
     claims: tuple[str, ...]
     func: CheckFunc
     training_kernels: bool = False
+    report_only: bool = False
     kind = "check"
 
     def run(self, seed: int, tier: str) -> list[Record]:
-        """Run the check; every record gets the wall time of the call if it set none."""
+        """Run the check; every record gets the wall time of the call if it set none.
+
+        MalformedRecord if it returns no records, something not a Record, a record whose fields no
+        longer validate, or a record of a claim it is not registered for."""
         if tier not in TIERS:
             raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
         start = time.perf_counter()
         result = self.func(derived_seed(seed, self.name), tier)
         elapsed = time.perf_counter() - start
-        records = [result] if isinstance(result, Record) else list(result)
+        records = [result] if isinstance(result, Record) else list(_iterable(result))
+        if not records:
+            raise MalformedRecord("returned no records")
         for record in records:
-            if record.claim not in self.claims:
-                raise ValueError(f"check {self.name} returned claim {record.claim!r}")
+            _validate(record, self.claims)
             if record.seconds is None:
                 record.seconds = elapsed
         return records
+
+
+def _iterable(result: Any) -> Iterable:
+    if not isinstance(result, Iterable) or isinstance(result, str | bytes | dict):
+        raise MalformedRecord(f"returned a {type(result).__name__}, not a Record or a list of Records")
+    return result
+
+
+def _validate(record: Any, claims: tuple[str, ...]) -> None:
+    """Raise MalformedRecord unless `record` is a Record of one of `claims` whose fields validate."""
+    if not isinstance(record, Record):
+        raise MalformedRecord(f"returned a {type(record).__name__} where a Record belongs")
+    try:
+        record.__post_init__()  # again: fields set after construction are checked too
+    except (TypeError, ValueError) as exc:
+        raise MalformedRecord(f"returned a record of {record.claim!r} with {exc}") from exc
+    if record.claim not in claims:
+        raise MalformedRecord(f"returned a record of claim {record.claim!r}, registered for {list(claims)}")
 
 
 @dataclass(frozen=True)
@@ -99,16 +139,18 @@ def declare(declaration: Declaration) -> Callable[[Callable], Callable]:
     return decorate
 
 
-def register(*claims: str, name: str, training_kernels: bool = False) -> Callable[[CheckFunc], CheckFunc]:
+def register(
+    *claims: str, name: str, training_kernels: bool = False, report_only: bool = False
+) -> Callable[[CheckFunc], CheckFunc]:
     """Declare `func(seed, tier) -> Record | list[Record]` as the check `name` of the given claim ids
-    (`training_kernels`: see `Check`)."""
+    (`training_kernels`, `report_only`: see `Check`)."""
     if not claims:
         raise ValueError("register needs at least one claim id")
     if not name:
         raise ValueError("register needs an explicit, stable name")
 
     def decorate(func: CheckFunc) -> CheckFunc:
-        return declare(Check(name, tuple(claims), func, training_kernels))(func)
+        return declare(Check(name, tuple(claims), func, training_kernels, report_only))(func)
 
     return decorate
 
@@ -129,50 +171,117 @@ def register_replication(name: str, help: str) -> Callable:
 
 KINDS = ("check", "command", "replication", "task")
 LIGHT_PLUGINS = ("cli", "sweeps")  # searched first by `find`: commands and sweep-task declarations
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a declaration comes from: the module that defines it and the installed package."""
+
+    module: str
+    package: str
+
+    def __str__(self) -> str:
+        return f"{self.module} (package {self.package})"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A refusal recorded at load time; `claims` are those it concerns (None: unknown, every claim)."""
+
+    message: str
+    kind: str
+    name: str
+    claims: frozenset[str] | None
+
+
 _REGISTRY: dict[str, dict[str, Declaration]] = {k: {} for k in KINDS}
-_LOADED: set[str] = set()  # the entry points whose declarations are in _REGISTRY
+_ORIGINS: dict[tuple[str, str], Origin] = {}  # (kind, name) -> where it was declared
+_OWNERS: dict[str, Origin] = {}  # claim id -> the origin of its first check
+_CONFLICTS: list[Conflict] = []
+_LOADED: set[tuple[str, str]] = set()  # the (package, entry point) whose declarations are in _REGISTRY
 
 
-def _declarations(module: ModuleType) -> Iterator[Declaration]:
+def _declarations(module: ModuleType) -> Iterator[tuple[Declaration, str]]:
+    """Each declaration in `module`'s namespace with the name of the module that defines it."""
     for value in list(vars(module).values()):
         if isinstance(value, Declaration):
-            yield value
+            yield value, module.__name__
         elif isinstance(value, list | tuple) and value and all(isinstance(v, Declaration) for v in value):
-            yield from value
+            yield from ((v, module.__name__) for v in value)
         else:
             found = getattr(value, ATTRIBUTE, None) if callable(value) else None
             if isinstance(found, tuple):
-                yield from found
+                yield from ((v, getattr(value, "__module__", module.__name__)) for v in found)
 
 
-def _modules(root: ModuleType) -> Iterator[ModuleType]:
-    yield root
+def collect(root: ModuleType) -> Iterator[tuple[Declaration, str]]:
+    """Every declaration in `root` and its subpackages, with the module defining it."""
+    yield from _declarations(root)
     if hasattr(root, "__path__"):
         for info in pkgutil.walk_packages(root.__path__, root.__name__ + "."):
-            yield importlib.import_module(info.name)
+            yield from _declarations(importlib.import_module(info.name))
 
 
-def collect(
-    modules: Iterable[ModuleType], found: dict[str, dict[str, Declaration]] | None = None
-) -> dict[str, dict[str, Declaration]]:
-    """The declarations found in `modules` (and their subpackages) added to `found`, by kind and name."""
-    found = {k: {} for k in KINDS} if found is None else found
-    for root in modules:
-        for module in _modules(root):
-            for item in _declarations(module):
-                known = found.setdefault(item.kind, {}).get(item.name)
-                if known is not None and known != item:
-                    raise ValueError(f"two {item.kind}s are named {item.name!r}")
-                found[item.kind][item.name] = item
-    return found
+def _package(entry: EntryPoint) -> str:
+    return entry.dist.name if entry.dist is not None else entry.value.split(".")[0]
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: " + (str(exc).strip().splitlines() or [""])[0]
+
+
+def _put(item: Declaration, origin: Origin) -> None:
+    """Add one declaration, or record the conflict it makes and keep both sides out of the registry."""
+    key = (item.kind, item.name)
+    known = _REGISTRY[item.kind].get(item.name)
+    refused = next((c for c in _CONFLICTS if (c.kind, c.name) == key), None)
+    if refused is not None or (known is not None and known != item):
+        if refused is None:
+            claims = frozenset(getattr(known, "claims", ()) + getattr(item, "claims", ())) or None
+            message = f"two {item.kind}s are named {item.name!r}: {_ORIGINS[key]} and {origin}"
+            _CONFLICTS.append(Conflict(message, item.kind, item.name, claims))
+        _REGISTRY[item.kind].pop(item.name, None)
+        return
+    for claim in getattr(item, "claims", ()) if known is None else ():
+        owner = _OWNERS.setdefault(claim.upper(), origin)
+        if owner.package != origin.package:
+            message = (
+                f"claim {claim} is declared by two packages: {owner} and {origin} "
+                "(a package adds checks to its own claims only)"
+            )
+            _CONFLICTS.append(Conflict(message, "claim", claim.upper(), frozenset([claim.upper()])))
+    _REGISTRY[item.kind][item.name] = item
+    _ORIGINS[key] = origin
+
+
+def _own(entry: EntryPoint) -> bool:
+    return entry.value.split(".")[0] in LAB_MODULES
+
+
+def _ordered(entries: Iterable[EntryPoint]) -> list[EntryPoint]:
+    """The light plugins first, then the lab's own (so a conflict names the lab first), then by package."""
+    return sorted(entries, key=lambda e: (e.name not in LIGHT_PLUGINS, not _own(e), _package(e), e.name))
 
 
 def _load(entries: Iterable[EntryPoint]) -> dict[str, dict[str, Declaration]]:
-    """Collect the declarations of `entries` not loaded yet into the registries; returns them."""
-    for entry in entries:
-        if entry.name not in _LOADED:
-            collect([entry.load()], _REGISTRY)
-            _LOADED.add(entry.name)
+    """Collect the declarations of `entries` not loaded yet into the registries; returns them.
+
+    A plugin of another package that fails to import is recorded as a conflict; the lab's own raise."""
+    for entry in _ordered(entries):
+        package = _package(entry)
+        if (package, entry.name) in _LOADED:
+            continue
+        _LOADED.add((package, entry.name))
+        try:
+            found = list(collect(entry.load()))
+        except Exception as exc:
+            if _own(entry):
+                raise
+            message = f"plugin {entry.name!r} (package {package}) cannot be imported: {_one_line(exc)}"
+            _CONFLICTS.append(Conflict(message, "plugin", entry.name, None))
+            continue
+        for item, module in found:
+            _put(item, Origin(module, package))
     return _REGISTRY
 
 
@@ -181,19 +290,52 @@ def load_plugins() -> dict[str, dict[str, Declaration]]:
     return _load(entry_points(group=PLUGIN_GROUP))
 
 
+def refuse(kind: str, names: Iterable[str] | None = None) -> None:
+    """Raise the first Refusal that concerns these names of `kind` (None: every name). Kind 'claim'
+    matches the claims a conflict concerns; a plugin that failed to import concerns every listing
+    of all names and the lookup of kind 'plugin'."""
+    wanted = None if names is None else {n.upper() for n in names}
+    for conflict in _CONFLICTS:
+        if kind == "claim" and conflict.claims is not None:
+            hit = wanted is None or bool(wanted & conflict.claims)
+        else:
+            same = conflict.kind == kind and (wanted is None or conflict.name.upper() in wanted)
+            hit = same or (conflict.kind == "plugin" and wanted is None)
+        if hit:
+            raise Refusal(conflict.message)
+
+
 def find(kind: str, name: str) -> Any | None:
-    """The declaration of `kind` called `name`, loading plugins (light ones first) only until it is found."""
+    """The declaration of `kind` called `name`, loading plugins (light ones first) only until it is found;
+    Refusal if the name is in conflict, or unknown while a plugin failed to import."""
     entries = entry_points(group=PLUGIN_GROUP)
-    for entry in sorted(entries, key=lambda e: (e.name not in LIGHT_PLUGINS, e.name)):
+    for entry in _ordered(entries):
         if name in _REGISTRY[kind]:
             break
         _load([entry])
-    return _REGISTRY[kind].get(name)
+    refuse(kind, [name])
+    found = _REGISTRY[kind].get(name)
+    if found is None:
+        refuse("plugin")
+    return found
 
 
 def declared(kind: str) -> dict[str, Any]:
-    """The registry of one kind ('check', 'command', 'replication', 'task'), by name."""
+    """The registry of one kind ('check', 'command', 'replication', 'task'), by name; conflicts left out."""
     return dict(load_plugins()[kind])
+
+
+def origin(declaration: Declaration) -> Origin:
+    """The module and package a declaration was loaded from (`add`ed ones: their module, no package)."""
+    found = _ORIGINS.get((declaration.kind, declaration.name))
+    func = getattr(declaration, "func", None)
+    return found or Origin(getattr(func, "__module__", "?"), "none, added directly")
+
+
+def is_own(declaration: Declaration) -> bool:
+    """Whether the lab's own entry points declare it (not a plugin of another package, not `add`ed)."""
+    found = _ORIGINS.get((declaration.kind, declaration.name))
+    return found is not None and found.module.split(".")[0] in LAB_MODULES
 
 
 def add(declaration: Declaration) -> None:
@@ -207,22 +349,28 @@ def remove(declaration: Declaration) -> None:
 
 
 def checks(only: Iterable[str] | None = None) -> list[Check]:
-    """Registered checks, optionally restricted to those covering any of the claim ids `only`."""
+    """Registered checks, optionally restricted to those covering any of the claim ids `only`;
+    Refusal if a conflict concerns one of those claims (any claim, without `only`)."""
     wanted = {c.strip().upper() for c in only} if only is not None else None
     every: list[Check] = list(declared("check").values())
+    refuse("claim", wanted)
     found = [c for c in every if wanted is None or wanted & {x.upper() for x in c.claims}]
     return sorted(found, key=lambda c: (claim_order(c.claims[0]), c.name))
 
 
 def known_claims() -> set[str]:
-    return {claim.upper() for c in checks() for claim in c.claims}
+    """Every claim id a check is registered for, those in conflict included."""
+    every = {claim.upper() for c in declared("check").values() for claim in c.claims}
+    return every | {claim for c in _CONFLICTS if c.claims for claim in c.claims}
 
 
 def commands() -> dict[str, Command]:
+    refuse("command")
     return declared("command")
 
 
 def replications() -> dict[str, Replication]:
+    refuse("replication")
     return declared("replication")
 
 

@@ -1,4 +1,5 @@
-"""Verdict reports: a summary per claim, then every record, its whole statement and distinguishing params."""
+"""Verdict reports: a summary per claim, then every record, its whole statement and the params that tell
+it apart from the other records of its claim."""
 
 from __future__ import annotations
 
@@ -28,10 +29,10 @@ def _value(value: Any) -> str:
 
 
 def distinguishing_params(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Per record, the parameters whose values differ among records of the same claim and statement."""
-    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    """Per record, the parameters whose values differ among the records of its claim."""
+    groups: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(records):
-        groups[(r.claim, r.statement)].append(i)
+        groups[r.claim].append(i)
     shown: list[dict[str, Any]] = [{} for _ in records]
     for members in groups.values():
         if len(members) < 2:
@@ -39,28 +40,29 @@ def distinguishing_params(records: Sequence[Record]) -> list[dict[str, Any]]:
         keys = sorted({k for i in members for k in records[i].params})
         varying = [k for k in keys if len({repr(records[i].params.get(k)) for i in members}) > 1]
         for i in members:
-            shown[i] = {k: records[i].params.get(k) for k in varying}
+            shown[i] = {k: records[i].params[k] for k in varying if k in records[i].params}
     return shown
 
 
-def row_statement(record: Record, params: dict[str, Any]) -> str:
-    """The whole statement, followed by the distinguishing parameters in parentheses."""
-    text = record.statement.replace("|", "\\|")
-    if params:
-        text += " (" + ", ".join(f"{k}={_value(v)}" for k, v in params.items()) + ")"
-    return text
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def params_cell(params: dict[str, Any]) -> str:
+    """`n=40, backend=numba`, or '-' when no parameter tells the record apart."""
+    return _cell(", ".join(f"{k}={_value(v)}" for k, v in params.items()) or "-")
 
 
 def records_table(records: Sequence[Record]) -> str:
     """Markdown table of records; the outcome column says how the lab reads each verdict."""
     rows = [
-        "| claim | kind | statement | measured | bound | CI | verdict | slack | outcome |",
-        "|" + "---|" * 9,
+        "| claim | kind | statement | params | measured | bound | CI | verdict | slack | outcome |",
+        "|" + "---|" * 10,
     ]
     for r, params in zip(records, distinguishing_params(records), strict=True):
         rows.append(
-            f"| {r.claim} | {r.kind} | {row_statement(r, params)} | {fmt(r.measured)} | {fmt(r.bound)} | "
-            f"{fmt_ci(r.ci)} | {r.verdict} | {fmt(r.slack)} | {r.outcome} |"
+            f"| {r.claim} | {r.kind} | {_cell(r.statement)} | {params_cell(params)} | {fmt(r.measured)} | "
+            f"{fmt(r.bound)} | {fmt_ci(r.ci)} | {r.verdict} | {fmt(r.slack)} | {r.outcome} |"
         )
     return "\n".join(rows)
 

@@ -13,7 +13,17 @@ from lab.docs.catalogue import BY_ID, PAPERS, SUBSTRATE, paper_of
 from lab.docs.markdown import anchor, code, interval, num, page, table
 from lab.docs.results import VERIFY_COMMAND, Results
 
-OUTCOME_ORDER = ("pass", "detected", "finding", "report", "FAIL", "MISSED", "FINDING NOW HOLDS")
+OUTCOME_ORDER = (
+    "pass",
+    "detected",
+    "finding",
+    "report",
+    "FAIL",
+    "MISSED",
+    "FINDING NOW HOLDS",
+    "uncontrolled",
+    "error",
+)
 
 
 @dataclass(frozen=True)
@@ -30,10 +40,12 @@ class CheckInfo:
 
 
 def registered_checks() -> list[CheckInfo]:
-    """Every check the registry holds (sorted as `verify` runs them)."""
+    """The lab's own checks (sorted as `verify` runs them): an installed plugin never changes these pages."""
     from lab.core import registry
 
-    return [CheckInfo(c.name, c.claims, c.func.__module__) for c in registry.checks()]
+    own = [c for c in registry.declared("check").values() if registry.is_own(c)]
+    ordered = sorted(own, key=lambda c: (registry.claim_order(c.claims[0]), c.name))
+    return [CheckInfo(c.name, c.claims, c.func.__module__) for c in ordered]
 
 
 def outcome_summary(records: list[dict[str, Any]]) -> str:

@@ -41,19 +41,26 @@ def test_bad_output_paths_exit_2_before_any_compute(argv, tmp_path, capsys, regi
     assert not ran
 
 
-def test_a_bug_is_not_reported_as_bad_input(capsys, registered, monkeypatch):
+def _lab_bug(*args):
+    raise ValueError("not enough values to unpack\nsecond line")
+
+
+def test_a_bug_of_the_lab_is_not_reported_as_bad_input(capsys, registered, monkeypatch):
+    """A check's own exception is its claim's `error` (tests/cli/test_plugins.py); the lab's is exit 3."""
     monkeypatch.delenv("MOE_LAB_DEBUG", raising=False)
-    registered(_check_that(ValueError("not enough values to unpack\nsecond line")))
+    monkeypatch.setattr("lab.cli.verify.markdown_report", _lab_bug)
+    registered(_check_that(ZeroDivisionError("boom")))
     assert main(["verify", "--only", "Z7", "--quiet"]) == EXIT_BUG
-    err = _one_line(capsys)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "internal error" in err and "ValueError: not enough values to unpack" in err
     assert "MOE_LAB_DEBUG=1" in err
 
 
 def test_debug_shows_the_traceback(registered, monkeypatch):
     monkeypatch.setenv("MOE_LAB_DEBUG", "1")
+    monkeypatch.setattr("lab.cli.verify.markdown_report", _lab_bug)
     registered(_check_that(ZeroDivisionError("boom")))
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(ValueError, match="not enough values"):
         main(["verify", "--only", "Z7", "--quiet"])
 
 
@@ -68,9 +75,10 @@ def test_ctrl_c_prints_one_line_and_exits_130(raised, capsys, registered):
 
 def test_known_records_still_exit_0(capsys, registered):
     def fine(seed, tier):
-        return Record(
-            claim="Z8", statement="s", kind="premise", params={}, measured=0, bound=1, verdict="holds"
-        )
+        return [
+            Record(claim="Z8", statement="s", kind=kind, params={}, measured=m, bound=1, verdict=verdict)
+            for kind, m, verdict in (("premise", 0, "holds"), ("negative-control", 2, "violated"))
+        ]
 
     registered(registry.Check("test.fine", ("Z8",), fine))
     assert main(["verify", "--only", "Z8", "--quiet"]) == 0

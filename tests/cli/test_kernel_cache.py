@@ -14,6 +14,7 @@ from lab.cli import verify
 from lab.cli.kernel_cache import _VALUES_ONLY, _distinct, every_training_config
 from lab.cli.main import main
 from lab.core import registry
+from lab.core.records import report_record
 
 # In a fresh process: one command of `python -m lab` (replicate's runs `steps` long unless 0; with no
 # command, one noise-kernel call), then the number of kernel signatures compiled in it (cache misses).
@@ -87,8 +88,14 @@ def test_verify_compiles_no_kernel_in_its_own_process():
 def test_verify_has_the_model_kernels_loaded_first_only_for_checks_that_run_them(registered, monkeypatch):
     asked = []
     monkeypatch.setattr(verify, "compile_in_child", asked.append)
-    registered(registry.Check("test.plain", ("Z5",), lambda seed, tier: []))
-    registered(registry.Check("test.model", ("Z6",), lambda seed, tier: [], training_kernels=True))
+
+    def measured(claim):
+        return lambda seed, tier: report_record(
+            claim=claim, statement="s", category="rate", params={}, measured=1.0
+        )
+
+    registered(registry.Check("test.plain", ("Z5",), measured("Z5")))
+    registered(registry.Check("test.model", ("Z6",), measured("Z6"), training_kernels=True))
     assert [main(["verify", "--only", claims, "--quiet"]) for claims in ("Z5", "Z6", "Z5,Z6")] == [0, 0, 0]
     assert asked == [[], every_training_config(), every_training_config()]
 

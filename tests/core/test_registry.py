@@ -34,22 +34,39 @@ def test_register_needs_an_explicit_name():
         registry.register("Z9", name="")
 
 
-def test_collect_finds_declarations_and_refuses_two_with_one_name():
+def test_collect_finds_declarations_with_the_module_that_defines_them():
     module = types.ModuleType("fake_plugin")
 
-    @registry.register("Z9", name="test.same")
+    @registry.register("Z9", name="test.found")
     def one(seed, tier):
         return _record()
 
-    @registry.register("Z9", name="test.same")
-    def two(seed, tier):
-        return _record()
+    module.one, module.again = one, one
+    (declaration, where), again = registry.collect(module)
+    assert declaration.func is one and where == __name__ and again == (declaration, where)
 
-    module.one = one
-    assert registry.collect([module])["check"]["test.same"].func is one
-    module.two = two
-    with pytest.raises(ValueError, match=r"two checks are named 'test\.same'"):
-        registry.collect([module])
+
+def test_two_checks_with_one_name_in_one_package_are_refused(install_plugin):
+    source = """
+    from lab.core.registry import register
+
+    @register("Z9", name="test.same")
+    def one(seed, tier):
+        return []
+
+    @register("Z9", name="test.same")
+    def two(seed, tier):
+        return []
+    """
+    module = install_plugin("twins", source)
+    with pytest.raises(registry.Refusal) as refused:
+        registry.checks(["Z9"])
+    assert str(refused.value) == (
+        f"two checks are named 'test.same': {module} (package twins) and {module} (package twins)"
+    )
+    assert registry.find("check", "checks.makkuva.check_d1") is not None
+    with pytest.raises(registry.Refusal):
+        registry.find("check", "test.same")
 
 
 def test_seed_derives_from_the_name_alone():

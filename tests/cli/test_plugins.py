@@ -1,0 +1,174 @@
+"""Plugins from other packages: a broken check is its claim's `error`, collisions are refused naming both
+sides and only where they matter, a premise without a control is `uncontrolled`."""
+
+import json
+
+import pytest
+
+from lab.cli.main import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, EXIT_OK, main
+from lab.cli.verify import mark_uncontrolled
+from lab.core import registry
+from lab.core.records import Record
+
+RECORDS = """
+from lab.core.records import Record
+from lab.core.registry import register
+
+
+def record(claim, kind, verdict="holds", **params):
+    return Record(claim=claim, statement="s", kind=kind, params=params, measured=0.0, bound=1.0,
+                  verdict=verdict)
+"""
+
+GOOD = (
+    RECORDS
+    + """
+@register("S1", name="good.check")
+def check(seed, tier):
+    return [record("S1", "premise", n=1), record("S1", "negative-control", "violated", n=2)]
+"""
+)
+
+
+def _verify(tmp_path, only, *extra):
+    out = tmp_path / "v.json"
+    md = tmp_path / "v.md"
+    status = main(["verify", "--only", only, "--quiet", "--json", str(out), "--markdown", str(md), *extra])
+    return status, json.loads(out.read_text())["records"] if out.exists() else [], md
+
+
+def _stderr_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    return err
+
+
+def test_a_raising_check_is_its_claims_error_and_the_other_records_are_written(
+    install_plugin, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.delenv("MOE_LAB_DEBUG", raising=False)
+    install_plugin("good-plugin", GOOD)
+    module = install_plugin(
+        "boom-plugin",
+        RECORDS
+        + """
+@register("S2", "S3", name="boom.check")
+def check(seed, tier):
+    raise ZeroDivisionError("division by zero\\nsecond line")
+""",
+    )
+    status, records, md = _verify(tmp_path, "S1,S2,S3")
+    assert status == EXIT_CLAIM_FAILED
+    assert _stderr_line(capsys) == (
+        f"python -m lab: check 'boom.check' in {module} (package boom-plugin) raised ZeroDivisionError: "
+        "division by zero; MOE_LAB_DEBUG=1 shows the traceback"
+    )
+    assert [(r["claim"], r["outcome"]) for r in records] == [
+        ("S1", "pass"),
+        ("S1", "detected"),
+        ("S2", "error"),
+        ("S3", "error"),
+    ]
+    assert records[2]["params"] == {"check": "boom.check", "module": module, "package": "boom-plugin"}
+    assert "| S2 | premise | check 'boom.check' in" in md.read_text()
+
+
+def test_with_debug_the_error_carries_its_traceback(install_plugin, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MOE_LAB_DEBUG", "1")
+    install_plugin("boom-plugin", RECORDS + "\n@register('S2', name='boom.check')\ndef c(s, t):\n    1 / 0\n")
+    status, records, _ = _verify(tmp_path, "S2")
+    assert status == EXIT_CLAIM_FAILED
+    assert "Traceback" in capsys.readouterr().err
+    assert "ZeroDivisionError" in records[0]["extra"]["traceback"]
+
+
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        ("return {'claim': 'S4'}", "returned a dict, not a Record or a list of Records"),
+        ("return []", "returned no records"),
+        ("return [record('S4', 'premise'), 3]", "returned a int where a Record belongs"),
+        ("return record('S5', 'premise')", "returned a record of claim 'S5', registered for ['S4']"),
+        (
+            "r = record('S4', 'premise')\n    r.measured = float('nan')\n    return r",
+            "returned a record of 'S4' with record field 'measured' must be finite, got nan",
+        ),
+    ],
+)
+def test_a_malformed_record_is_its_claims_error(body, says, install_plugin, tmp_path, capsys):
+    source = RECORDS + f"\n@register('S4', name='bad.check')\ndef c(s, t):\n    {body}\n"
+    module = install_plugin("bad-plugin", source)
+    status, records, _ = _verify(tmp_path, "S4")
+    assert status == EXIT_CLAIM_FAILED
+    assert f"check 'bad.check' in {module} (package bad-plugin) {says};" in _stderr_line(capsys)
+    assert [r["outcome"] for r in records] == ["error"]
+
+
+def test_a_claim_id_of_another_package_is_refused_only_where_it_matters(install_plugin, tmp_path, capsys):
+    install_plugin("good-plugin", GOOD)
+    module = install_plugin(
+        "intruder", RECORDS + "\n@register('C1', name='intruder.c1')\ndef c(s, t):\n    return []\n"
+    )
+    assert main(["verify", "--only", "C1", "--quiet"]) == EXIT_BAD_INPUT
+    assert _stderr_line(capsys) == (
+        "python -m lab: error: claim C1 is declared by two packages: checks.shazeer2017.noisy_topk "
+        f"(package moe-lab) and {module} (package intruder) (a package adds checks to its own claims only)"
+    )
+    with pytest.raises(registry.Refusal, match="claim C1"):
+        registry.checks()
+    assert _verify(tmp_path, "S1")[0] == EXIT_OK
+
+
+def test_two_checks_with_one_name_are_refused_naming_both_modules(install_plugin, tmp_path, capsys):
+    source = RECORDS + "\n@register('{claim}', name='shared.name')\ndef c(s, t):\n    return []\n"
+    first = install_plugin("plugin-a", source.format(claim="S6"))
+    second = install_plugin("plugin-b", source.format(claim="S7"))
+    install_plugin("good-plugin", GOOD)
+    for only in ("S6", "S7"):
+        assert main(["verify", "--only", only, "--quiet"]) == EXIT_BAD_INPUT
+        assert _stderr_line(capsys) == (
+            f"python -m lab: error: two checks are named 'shared.name': {first} (package plugin-a) "
+            f"and {second} (package plugin-b)"
+        )
+    assert _verify(tmp_path, "S1")[0] == EXIT_OK
+    assert [c.name for c in registry.checks(["C1"])] == ["checks.noisy_topk.verify_gate"]
+
+
+def test_a_plugin_that_cannot_be_imported_leaves_the_others_running(install_plugin, tmp_path, capsys):
+    install_plugin("good-plugin", GOOD)
+    module = install_plugin("broken-plugin", "import no_such_module_anywhere\n")
+    assert _verify(tmp_path, "S1")[0] == EXIT_OK
+    with pytest.raises(registry.Refusal) as refused:
+        registry.checks()
+    assert str(refused.value) == (
+        f"plugin {module!r} (package broken-plugin) cannot be imported: "
+        "ModuleNotFoundError: No module named 'no_such_module_anywhere'"
+    )
+    assert main(["verify", "--only", "S99", "--quiet"]) == EXIT_BAD_INPUT  # S99 may be the broken one's
+    assert "cannot be imported" in _stderr_line(capsys)
+
+
+@pytest.mark.parametrize("report_only, outcome, status", [(False, "uncontrolled", 1), (True, "pass", 0)])
+def test_a_premise_without_a_negative_control_is_uncontrolled(
+    report_only, outcome, status, install_plugin, tmp_path
+):
+    install_plugin(
+        "lonely-plugin",
+        RECORDS
+        + f"\n@register('S8', name='lonely.check', report_only={report_only})\n"
+        + "def c(s, t):\n    return record('S8', 'premise')\n",
+    )
+    code, records, md = _verify(tmp_path, "S8")
+    assert code == status and [r["outcome"] for r in records] == [outcome]
+    assert f"| S8 | premise | s | - | 0 | 1 | - | holds | - | {outcome} |" in md.read_text()
+
+
+def test_a_failing_premise_without_a_control_keeps_its_outcome():
+    kinds = (("premise", "holds"), ("premise", "violated"), ("report", "not-applicable"))
+    records = [_record(kind, verdict) for kind, verdict in kinds]
+    mark_uncontrolled(records, set())
+    assert [r.outcome for r in records] == ["uncontrolled", "FAIL", "report"]
+
+
+def _record(kind, verdict):
+    return Record(claim="S9", statement="s", kind=kind, params={}, measured=0, bound=1, verdict=verdict)
