@@ -35,6 +35,24 @@ def verify(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def plugin(session: nox.Session) -> None:
+    """A plugin installed beside the lab: its claims' verdicts, then its tests; CI runs the example's.
+
+    `nox -s plugin -- PATH IDS` for another plugin's folder and its comma-separated claim ids (default
+    `examples/switch-aux-loss SW1`); reports/plugin-verify.{json,md}.
+    """
+    if len(session.posargs) not in (0, 2):
+        session.error(f"give a plugin's folder and its claim ids (PATH IDS), got {session.posargs}")
+    path, only = session.posargs or ["examples/switch-aux-loss", "SW1"]
+    _install(session)
+    session.install("-e", path)
+    report = ["--json", "reports/plugin-verify.json", "--markdown", "reports/plugin-verify.md"]
+    session.run("python", "-m", "lab", "verify", "--only", only, "--quiet", *report)
+    session.chdir(path)
+    session.run("pytest", "-p", "no:cacheprovider")
+
+
+@nox.session(default=False)
 def fuzz(session: nox.Session) -> None:
     """Hypothesis `fuzz` profile: many examples, database kept in .hypothesis/ (`nox -s fuzz -- -k b1_`)."""
     _install(session)
