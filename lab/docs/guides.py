@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lab.core.records import KINDS, VERDICTS, Record
+from lab.core.records import KINDS, PROBLEMS, VERDICTS, Record
 from lab.docs.catalogue import PAPERS
 from lab.docs.claims_pages import outcome_summary
 from lab.docs.markdown import anchor, code, page, table
+from lab.docs.plugin_guide import plugin_sections
 from lab.docs.results import VERIFY_COMMAND, Results, ResultsError
 
 PAGES = (
@@ -48,7 +49,16 @@ def outcome_table() -> str:
                 )
                 label = f"{kind} marked as a known finding" if marked else kind
                 rows.append((label, verdict, code(record.outcome), "ok" if record.ok else "fails the run"))
+    for problem, label in zip(PROBLEMS, PROBLEM_LABELS, strict=True):
+        record = Record("X0", "", "premise", {}, None, None, "holds", problem=problem)
+        rows.append((label, "-", code(record.outcome), "ok" if record.ok else "fails the run"))
     return table(("kind", "verdict", "outcome", "exit status of verify"), rows)
+
+
+PROBLEM_LABELS = (
+    "the record `verify` writes per claim of a check that raised or returned a malformed record",
+    "premise read `pass` or `finding` of a claim without a negative-control record",
+)
 
 
 READING_TEXT = """\
@@ -301,16 +311,20 @@ def sweeps_page(sweeps_folder: Path) -> str:
 ADDING_TEXT = """\
 A claim enters the lab as a check: a function that runs the experiment and returns result records.
 It is worth something only if it can fail, so every check runs at least one premise record and at
-least one negative control.
+least one negative control; a claim whose premises hold without a negative-control record reads
+`uncontrolled` and fails `verify`. A claim can live in the lab (below) or in
+[a package of your own](#plugin).
 
 1. **Put the science in `lab/`.** A distribution, a model, a metric or an exact formula goes into the
    package of its paper (`lab/chen2022/`, `lab/makkuva2020/`, `lab/shazeer2017/`), hot loops into
    `lab/kernels/` with a NumPy twin. `lab` never imports `checks`.
 2. **Write the check in `checks/<paper>/`.** A plain function builds each record with
    `lab.core.records.Record`, or `upper_bound_record` for a claim `measured ≤ bound` (it sets the
-   verdict from the interval's upper end and computes the slack). Monte-Carlo quantities get an
-   interval from `lab.core.stats` (`clopper_pearson`, `hoeffding`, `normal_mean`) with the sample
-   size in `params`; exact comparisons state their round-off allowance in `params` too.
+   verdict from the interval's upper end and computes the slack), `lower_bound_record` for a floor,
+   `report_record` for a measurement no verdict can judge. Monte-Carlo quantities get an interval
+   from `lab.core.stats` (`clopper_pearson`, `hoeffding`, `normal_mean`) with the sample size in
+   `params`; exact comparisons state their round-off allowance in `params` too. Signatures:
+   [the API a check uses](#api).
 3. **Register it under a stable name:**
 
    ```python
@@ -335,9 +349,7 @@ least one negative control.
    in a child process first; a test runs every unmarked check on an empty kernel cache and fails if
    one of them compiles a kernel in `verify`'s own process.
 4. **No import list to edit.** `pyproject.toml` names `checks` in the `moe_lab.plugins` entry-point
-   group; the registry walks that package, so a module placed under `checks/` is found as it is. An
-   installed package of your own can add checks the same way by declaring its own entry point in
-   that group.
+   group; the registry walks that package, so a module placed under `checks/` is found as it is.
 5. **Test both sides** in `tests/checks/<paper>/`: a premise test and a negative-control test, with
    inputs from the public Hypothesis strategies in `checks/strategies/` where they fit. A
    counterexample Hypothesis ever found is pinned with `@example`.
@@ -351,5 +363,5 @@ least one negative control.
 
 
 def adding_page() -> str:
-    """docs/adding-a-claim.md."""
-    return page("Adding a claim", ADDING_TEXT.format(verify=VERIFY_COMMAND))
+    """docs/adding-a-claim.md: the lab's own steps, then a plugin's, its errors and the API."""
+    return page("Adding a claim", ADDING_TEXT.format(verify=VERIFY_COMMAND), *plugin_sections())

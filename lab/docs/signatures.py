@@ -1,0 +1,101 @@
+"""The API a check uses, rendered from the code itself: signatures as written and whole docstrings.
+
+Modules of the `checks` package are read from `sys.modules` once the registry has loaded its
+plugins (the `checks` entry point walks them all), so `lab` never imports `checks`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from lab.core import registry
+
+# (module, names), every public function the module defines when names is None
+API: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+    ("lab.core.records", ("Record", "upper_bound_record", "lower_bound_record", "report_record")),
+    ("lab.core.stats", ("clopper_pearson", "hoeffding", "normal_mean", "power_law_fit")),
+    ("lab.core.registry", ("register",)),
+    ("lab.testing", ("load_profile",)),
+    ("checks.search", ("hypothesis_maximum",)),
+    ("checks.strategies.routing", None),
+    ("checks.strategies.patchwise", None),
+    ("checks.strategies.makkuva", None),
+)
+
+
+def _annotation(value: Any) -> str:
+    return value if isinstance(value, str) else getattr(value, "__name__", repr(value))
+
+
+def _parameter(p: inspect.Parameter) -> str:
+    text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+    if p.annotation is not p.empty:
+        text += f": {_annotation(p.annotation)}"
+    if p.default is not p.empty:
+        text += f" = {p.default!r}" if p.annotation is not p.empty else f"={p.default!r}"
+    return text
+
+
+def signature(name: str, func: Callable) -> str:
+    """`name(params) -> returns` with the annotations as the source writes them."""
+    sig = inspect.signature(func)
+    parts: list[str] = []
+    for p in sig.parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not any(x.startswith("*") for x in parts):
+            parts.append("*")
+        parts.append(_parameter(p))
+    returns = "" if sig.return_annotation is sig.empty else f" -> {_annotation(sig.return_annotation)}"
+    return f"{name}({', '.join(parts)}){returns}"
+
+
+def _module(name: str) -> ModuleType | None:
+    if not name.startswith("checks"):
+        return importlib.import_module(name)
+    registry.load_plugins()
+    return sys.modules.get(name)
+
+
+def _public(module: ModuleType) -> list[str]:
+    return [
+        n
+        for n, v in vars(module).items()
+        if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == module.__name__
+    ]
+
+
+def _field(f: dataclasses.Field) -> str:
+    text = f"{f.name}: {_annotation(f.type)}"
+    if f.default is not dataclasses.MISSING:
+        return f"{text} = {f.default!r}"
+    if f.default_factory is not dataclasses.MISSING:
+        return f"{text} = {f.default_factory()!r}"
+    return text
+
+
+def entry(name: str, obj: Any) -> str:
+    """One API entry: its signature in a code block, then its docstring."""
+    if dataclasses.is_dataclass(obj):
+        head = f"{name}({', '.join(_field(f) for f in dataclasses.fields(obj))})"
+        extra = [f"- `.{p}`: {inspect.getdoc(getattr(obj, p))}" for p in ("outcome", "ok") if hasattr(obj, p)]
+    else:
+        head, extra = signature(name, obj), []
+    doc = inspect.getdoc(obj) or ""
+    return "\n\n".join([f"```python\n{head}\n```", doc, *(["\n".join(extra)] if extra else [])])
+
+
+def api_reference() -> str:
+    """Every entry of `API`, module by module; a `checks` module the registry did not load is left out."""
+    parts = []
+    for module_name, names in API:
+        module = _module(module_name)
+        if module is None:
+            continue
+        chosen = names if names is not None else _public(module)
+        parts.append(f"### `{module_name}`\n\n" + "\n\n".join(entry(n, getattr(module, n)) for n in chosen))
+    return "\n\n".join(parts)
