@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from lab.cli.main import UsageError
 from lab.core.registry import register_command
 
 EPILOG = """examples:
   python -m lab docs                      render docs/ from results/
   python -m lab docs --check              exit 1 if docs/ differs from a fresh render
   python -m lab docs --results /tmp/results --out /tmp/docs
+  python -m lab docs --out /tmp/docs --plugins   the lab's pages and one per installed plugin
 """
 
 
@@ -31,13 +34,18 @@ def configure(parser: argparse.ArgumentParser):
     parser.add_argument(
         "--check", action="store_true", help="compare with the committed pages; write nothing"
     )
+    parser.add_argument(
+        "--plugins", action="store_true", help="also a page per installed plugin (needs --out, not docs)"
+    )
 
     def run(args: argparse.Namespace) -> int:
         from lab.docs.render import differences, render_all, write_pages
         from lab.docs.results import ResultsError
 
+        if args.plugins and Path(args.out).resolve() == Path("docs").resolve():
+            raise UsageError("--plugins needs an --out DIR other than docs, the lab's own committed pages")
         try:
-            pages = render_all(args.results, args.sweeps)
+            pages = render_all(args.results, args.sweeps, plugins=args.plugins)
         except ResultsError as exc:
             print(f"python -m lab docs: error: {exc}", file=sys.stderr)
             return 2

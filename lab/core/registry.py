@@ -365,13 +365,17 @@ def known_claims() -> set[str]:
 
 
 def commands() -> dict[str, Command]:
+    """Every command; Refusal if two share a name or a plugin failed to import (one may declare more)."""
+    found = declared("command")
     refuse("command")
-    return declared("command")
+    return found
 
 
 def replications() -> dict[str, Replication]:
+    """Every replication target; Refusal as for `commands`."""
+    found = declared("replication")
     refuse("replication")
-    return declared("replication")
+    return found
 
 
 def derived_seed(seed: int, name: str) -> int:

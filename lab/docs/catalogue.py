@@ -395,14 +395,15 @@ SUBSTRATE = (
 )
 
 
-def paper_of(claim_id: str, module: str | None = None) -> str:
-    """The paper a claim belongs to: from the catalogue, else the check's module, else its letter."""
+def paper_of(claim_id: str, module: str | None = None) -> str | None:
+    """The paper a claim belongs to: from the catalogue, else the check's module, else the lab's letter
+    (A-D followed by a number); None for a claim of none of the lab's papers (a plugin's)."""
     if claim_id in BY_ID:
         return BY_ID[claim_id].paper
     if module:
         for key in PAPERS:
             if f".{key}." in f".{module}.":
                 return key
-    return {"A": "chen2022", "B": "chen2022", "C": "shazeer2017", "D": "makkuva2020"}.get(
-        claim_id[:1].upper(), "chen2022"
-    )
+    if len(claim_id) < 2 or not claim_id[1:].isdigit():
+        return None
+    return {"A": "chen2022", "B": "chen2022", "C": "shazeer2017", "D": "makkuva2020"}.get(claim_id[0].upper())

@@ -39,13 +39,45 @@ class CheckInfo:
         return self.module.replace(".", "/") + ".py"
 
 
-def registered_checks() -> list[CheckInfo]:
-    """The lab's own checks (sorted as `verify` runs them): an installed plugin never changes these pages."""
+def plugin_checks() -> dict[str | None, list[CheckInfo]]:
+    """Every registered check by the package it comes from, the lab's own under None (sorted as `verify`
+    runs them): the lab's pages show only its own, so an installed plugin never changes them."""
     from lab.core import registry
 
-    own = [c for c in registry.declared("check").values() if registry.is_own(c)]
-    ordered = sorted(own, key=lambda c: (registry.claim_order(c.claims[0]), c.name))
-    return [CheckInfo(c.name, c.claims, c.func.__module__) for c in ordered]
+    ordered = sorted(registry.declared("check").values(), key=lambda c: (claim_order(c.claims[0]), c.name))
+    found: dict[str | None, list[CheckInfo]] = defaultdict(list)
+    for c in ordered:
+        package = None if registry.is_own(c) else registry.origin(c).package
+        found[package].append(CheckInfo(c.name, c.claims, c.func.__module__))
+    return dict(found)
+
+
+def by_claim_id(
+    results: Results, checks: list[CheckInfo]
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[CheckInfo]]]:
+    """The records and the checks of each claim id."""
+    by_claim: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in results.records:
+        by_claim[record["claim"]].append(record)
+    checks_of: dict[str, list[CheckInfo]] = defaultdict(list)
+    for check in checks:
+        for claim in check.claims:
+            checks_of[claim].append(check)
+    return by_claim, checks_of
+
+
+def plugin_page(package: str, results: Results, checks: list[CheckInfo]) -> str:
+    """docs/claims/<package>.md for an installed plugin (only with `python -m lab docs --plugins`)."""
+    by_claim, checks_of = by_claim_id(results, checks)
+    ordered = sorted(checks_of, key=claim_order)
+    intro = (
+        f"The claims of the installed package `{package}`, a plugin of the lab: its checks, and its "
+        "verdicts in the results folder this page was rendered from. The lab's own pages never show "
+        "them. How to read a verdict: [the verdict vocabulary](../index.md#reading-a-verdict)."
+    )
+    missing = f"The package `{package}` ships no description of this claim."
+    sections = [_claim_section(c, checks_of[c], by_claim.get(c, []), missing) for c in ordered]
+    return page(f"Claims: {package}", intro, *sections)
 
 
 def outcome_summary(records: list[dict[str, Any]]) -> str:
@@ -96,15 +128,20 @@ def verify_provenance(results: Results) -> str:
     )
 
 
-def _claim_section(claim_id: str, checks: list[CheckInfo], records: list[dict[str, Any]]) -> str:
+MISSING_ENTRY = (
+    "This claim has a check but no catalogue entry yet: add its statement, reference, premise "
+    "and negative controls to `lab/docs/catalogue.py`."
+)
+
+
+def _claim_section(
+    claim_id: str, checks: list[CheckInfo], records: list[dict[str, Any]], missing: str = MISSING_ENTRY
+) -> str:
     entry = BY_ID.get(claim_id)
     title = entry.title if entry else "(no catalogue entry)"
     lines = [anchor(claim_id.lower()), f"## {claim_id}: {title}", ""]
     if entry is None:
-        lines.append(
-            "This claim has a check but no catalogue entry yet: add its statement, reference, premise "
-            "and negative controls to `lab/docs/catalogue.py`."
-        )
+        lines.append(missing)
     else:
         lines += [
             f"- **Paper:** {entry.reference}.",
@@ -191,13 +228,7 @@ def anchor_id(lemma: str) -> str:
 def claims_page(paper_key: str, results: Results, checks: list[CheckInfo]) -> str:
     """docs/claims/<paper>.md."""
     paper = PAPERS[paper_key]
-    by_claim: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in results.records:
-        by_claim[record["claim"]].append(record)
-    checks_of: dict[str, list[CheckInfo]] = defaultdict(list)
-    for check in checks:
-        for claim in check.claims:
-            checks_of[claim].append(check)
+    by_claim, checks_of = by_claim_id(results, checks)
     ids = {c.id for c in BY_ID.values() if c.paper == paper_key}
     ids |= {c for c, found in checks_of.items() if paper_of(c, found[0].module) == paper_key}
     ids |= {c for c in by_claim if paper_of(c) == paper_key}

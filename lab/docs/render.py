@@ -10,7 +10,7 @@ from pathlib import Path
 
 from lab.core.io import write_text_atomic
 from lab.docs.catalogue import PAPERS
-from lab.docs.claims_pages import claims_page, registered_checks
+from lab.docs.claims_pages import claims_page, plugin_checks, plugin_page
 from lab.docs.figures import figure_paths, write_figures
 from lab.docs.findings_page import findings_page
 from lab.docs.guides import adding_page, index_page, sweeps_page
@@ -28,11 +28,14 @@ class Pages(dict[str, str]):
         self.results, self.results_folder = results, Path(results_folder)
 
 
-def render_all(results_folder: str | Path, sweeps_folder: str | Path) -> Pages:
-    """Every page, by its path relative to the docs folder (sorted); raises `ResultsError` on bad input."""
+def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: bool = False) -> Pages:
+    """Every page, by its path relative to the docs folder (sorted); raises `ResultsError` on bad input.
+
+    `plugins`: also a page per installed plugin package, `claims/<package>.md`."""
     results = load_results(results_folder)
     check_targets(results)
-    checks = registered_checks()
+    by_package = plugin_checks()
+    checks = by_package.pop(None, [])
     pages = {
         "index.md": index_page(results),
         "findings.md": findings_page(results),
@@ -44,6 +47,8 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path) -> Pages:
     }
     for key in PAPERS:
         pages[f"claims/{key}.md"] = claims_page(key, results, checks)
+    for package, found in by_package.items() if plugins else ():
+        pages[f"claims/{package}.md"] = plugin_page(package, results, found)
     return Pages(pages, results, results_folder)
 
 

@@ -172,3 +172,33 @@ def test_a_failing_premise_without_a_control_keeps_its_outcome():
 
 def _record(kind, verdict):
     return Record(claim="S9", statement="s", kind=kind, params={}, measured=0, bound=1, verdict=verdict)
+
+
+def test_a_plugin_renders_on_its_own_page_never_on_the_labs(install_plugin, tmp_path, capsys):
+    from pathlib import Path
+
+    from lab.docs.render import render_all
+
+    root = Path(__file__).resolve().parents[2]
+    folders = (root / "results", root / "sweeps")
+    alone = render_all(*folders)
+    install_plugin("good-plugin", GOOD)
+    assert render_all(*folders) == alone
+    pages = render_all(*folders, plugins=True)
+    assert {k: v for k, v in pages.items() if k in alone} == alone
+    page = pages["claims/good-plugin.md"]
+    assert "## S1: (no catalogue entry)" in page and "`good.check`" in page
+    assert "The package `good-plugin` ships no description of this claim." in page
+    assert main(["docs", "--plugins"]) == EXIT_BAD_INPUT
+    assert "--plugins needs an --out DIR other than docs" in _stderr_line(capsys)
+
+
+def test_a_command_of_the_labs_name_is_refused_only_where_every_command_is_needed(install_plugin):
+    source = "from lab.core.registry import register_command\n\n\n@register_command('verify', 'x')\n"
+    module = install_plugin("shadow", source + "def configure(parser):\n    return None\n")
+    assert registry.find("command", "verify").configure.__module__ == "lab.cli.verify"
+    with pytest.raises(registry.Refusal) as refused:
+        registry.commands()
+    assert str(refused.value) == (
+        f"two commands are named 'verify': lab.cli.verify (package moe-lab) and {module} (package shadow)"
+    )
