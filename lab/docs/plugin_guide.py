@@ -47,8 +47,11 @@ installs it and runs it (`nox -s plugin`), so every step below is tested.
    `nox -s verify` builds an environment of the lab alone and never sees your package; from the
    lab's root, `nox -s plugin -- PATH IDS` builds one with both, verifies IDS (written to
    `reports/plugin-verify.json` and `.md`) and runs your tests, as CI does for the example.
-6. **The lab's pages stay the lab's.** An installed plugin never changes `docs/` or the lab's tests:
-   the claims pages list only the lab's own checks and claims."""
+6. **Your claims get a page of their own.** An installed plugin never changes the lab's `docs/` or
+   its tests: the claims pages list only the lab's own checks and claims. Copy the lab's `results/`
+   to DIR, write your verdicts into it (`python -m lab verify --only SW1 --json DIR/verify.json`),
+   and `python -m lab docs --results DIR --out OUT --plugins` renders the lab's pages and
+   `claims/<your package>.md` with your claims, checks and verdicts."""
 
 ERRORS_TEXT = """\
 {anchor}
