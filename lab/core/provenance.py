@@ -1,4 +1,15 @@
-"""Where a result came from: the interpreter's and the numerical stack's versions, stored with reports."""
+"""Where a result came from: the numerical stack's versions, and a fingerprint of the code's meaning.
+
+`code_fingerprint(root)` hashes the syntax trees of `root` and of every science module it imports,
+with docstrings, comments and formatting removed: a docstring edit or a reformatting keeps every
+result current, while a changed operator, constant or call in a module the result depends on makes
+it stale. Package versions are not part of it: each result records them (`versions()`), and another
+NumPy, SciPy or Numba changes a training run's last bits of rounding (its BLAS and vectorised
+reductions sum in another order), which can move an accuracy by a test sample or two but not a
+verdict the lab states with its margins; so a machine whose pip resolves other versions reuses the
+committed results instead of finding every one stale, and the lock file (`constraints.txt`) pins the
+versions that made them.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +33,6 @@ def versions() -> dict[str, str]:
 
 
 SCIENCE_PACKAGES = ("lab.kernels", "lab.chen2022", "lab.makkuva2020", "lab.shazeer2017")
-NUMERIC_LIBRARIES = ("numpy", "scipy", "numba")
 
 
 _LAB_ROOT = Path(__file__).resolve().parents[1]
@@ -67,16 +77,26 @@ def science_modules(root: str) -> list[str]:
     return sorted(seen)
 
 
+def meaning(source: str) -> str:
+    """The syntax tree of Python `source` without docstrings, comments, formatting or line numbers."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False)
+
+
 @functools.cache
 def code_fingerprint(root: str) -> str:
-    """SHA-256 over the source of `root`'s science modules and the numeric libraries' versions.
-
-    A result keyed by it is reused only by the same code: a change to any science module that
-    `root` depends on, or a new NumPy/SciPy/Numba, gives another fingerprint.
-    """
+    """SHA-256 over the meaning (`meaning`) of `root`'s science modules; see the module docstring."""
     digest = hashlib.sha256()
     for name in science_modules(root):
-        digest.update(name.encode() + b"\0" + _module_file(name).read_bytes() + b"\0")
-    for dist in NUMERIC_LIBRARIES:
-        digest.update(f"{dist}=={version(dist)}\0".encode())
+        digest.update(name.encode() + b"\0" + meaning(_module_file(name).read_text()).encode() + b"\0")
     return digest.hexdigest()[:16]

@@ -99,7 +99,7 @@ def test_a_change_to_a_numeric_module_makes_the_results_that_depend_on_it_stale(
             if name != module:
                 return path
             copy = tmp_path / f"{name}.py"
-            copy.write_text(path.read_text() + "\n# an edit\n")
+            copy.write_text(path.read_text().replace(" + ", " - ", 1))  # an operator, not a comment
             return copy
 
         return module_file

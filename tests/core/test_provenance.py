@@ -1,0 +1,63 @@
+"""The code fingerprint follows what the code means: docstrings, comments and layout do not count."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.core import provenance
+
+TASK = "lab.chen2022.replicate"
+
+
+@pytest.fixture
+def edit(monkeypatch, tmp_path):
+    """`edit(module, change)`: the fingerprint then reads `change(source)` for that module."""
+    original = provenance._module_file
+
+    def apply(module, change):
+        def module_file(name):
+            path = original(name)
+            if name != module:
+                return path
+            copy = tmp_path / f"{name}.py"
+            copy.write_text(change(path.read_text()))
+            return copy
+
+        monkeypatch.setattr(provenance, "_module_file", module_file)
+        provenance.code_fingerprint.cache_clear()
+        return provenance.code_fingerprint(TASK)
+
+    provenance.code_fingerprint.cache_clear()
+    yield apply
+    provenance.code_fingerprint.cache_clear()
+
+
+def _docstring_and_layout(source: str) -> str:
+    """Another module docstring, a comment, and a blank line and a trailing comma's worth of layout."""
+    body = source.split('"""', 2)[2]
+    return '"""Reworded."""\n# a comment\n\n' + body.replace("\n\n", "\n\n\n", 3) + "\n# the end\n"
+
+
+def test_a_docstring_comment_or_layout_edit_keeps_the_fingerprint(edit):
+    before = provenance.code_fingerprint(TASK)
+    assert "lab.kernels.router" in provenance.science_modules(TASK)
+    assert edit("lab.kernels.router", _docstring_and_layout) == before
+
+
+def test_an_operator_changed_in_a_module_the_task_uses_changes_it(edit):
+    before = provenance.code_fingerprint(TASK)
+    assert edit("lab.kernels.router", lambda s: s.replace(" + ", " - ", 1)) != before
+
+
+def test_an_edit_to_a_module_the_task_does_not_use_keeps_it(edit):
+    before = provenance.code_fingerprint(TASK)
+    assert "lab.makkuva2020.losses" not in provenance.science_modules(TASK)
+    assert edit("lab.makkuva2020.losses", lambda s: s.replace(" + ", " - ", 1)) == before
+
+
+def test_meaning_drops_function_and_class_docstrings_only():
+    with_doc = 'def f(x):\n    """Doc."""\n    return x + 1\n\n\nclass C:\n    """Doc."""\n'
+    without = "def f(x):\n    return x + 1  # note\n\n\nclass C:\n    pass\n"
+    assert provenance.meaning(with_doc) == provenance.meaning(without)
+    assert provenance.meaning(without) != provenance.meaning(without.replace("x + 1", "x * 1"))
+    assert provenance.meaning('x = "kept"\n') != provenance.meaning('x = "other"\n')
