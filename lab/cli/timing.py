@@ -3,7 +3,7 @@
 The performance page renders these records (`results/timing/*.json`). A record says how many run
 files `--out` held when the invocation began, so "from an empty run directory" is a fact of the file,
 not a claim, and it keeps each run the invocation trained (its configuration, steps and seconds), from
-which the page counts the arithmetic floor (`lab.chen2022.arithmetic_floor`) and where the time went.
+which the page counts the arithmetic floor (`lab.docs.arithmetic_floor`) and where the time went.
 """
 
 from __future__ import annotations

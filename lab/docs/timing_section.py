@@ -6,8 +6,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from lab.chen2022.arithmetic_floor import run_flops
 from lab.chen2022.replicate import TIER_SIZES
+from lab.docs.arithmetic_floor import run_flops
 from lab.docs.markdown import code, fixed, num, pct, table
 from lab.docs.results import Results
 
@@ -25,7 +25,7 @@ model from an empty run directory in at most {fixed(TARGET_MINUTES, 0)} min of w
 float64 and in float32.
 
 The arithmetic floor counts the dense products no structured step avoids
-(`lab.chen2022.arithmetic_floor`: the experts' noise patches forward and backward, an MoE router's two
+(`lab.docs.arithmetic_floor`: the experts' noise patches forward and backward, an MoE router's two
 products) over every step of the runs the invocation trained, and divides the FLOP by the peak
 multiply-add rate of one core in the record's dtype times the cores: the bench summary's
 `peak_fma_float64` or `peak_fma_float32` (`benchmarks/test_bench_peak.py`: independent chains of

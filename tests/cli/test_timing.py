@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from lab.chen2022 import replicate as R
-from lab.chen2022.arithmetic_floor import run_flops
 from lab.cli.main import main
 from lab.cli.timing import TIMING_FORMAT
+from lab.docs.arithmetic_floor import run_flops
 from lab.docs.findings_page import _replication_time
 from lab.docs.markdown import pct
 from lab.docs.results import BenchSummary, Replication, Results, ResultsError, load_timing

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from lab.chen2022 import data
-from lab.chen2022.arithmetic_floor import run_flops, run_train_config, step_flops
 from lab.chen2022.replicate import expand
 from lab.chen2022.training import prepare
+from lab.docs.arithmetic_floor import run_flops, run_train_config, step_flops
 
 
 def _runs() -> list[dict]:
