@@ -20,10 +20,11 @@ from lab.makkuva2020.gated_regression import (
 )
 
 
-def _gap(case, gate: str) -> float:
+def _gap(case, gate: str, reset: str = "before") -> float:
     """max over coordinates of |GRU step − eq. (4)| for one case with `gate` ("binary", "sigmoid") gates."""
     params, x, h = case
-    return float(np.max(np.abs(gru_step(params, x, h, gate) - hierarchical_moe_step(params, x, h, gate))))
+    step = gru_step(params, x, h, gate, reset=reset)
+    return float(np.max(np.abs(step - hierarchical_moe_step(params, x, h, gate))))
 
 
 def bernoulli_gap(case) -> float:
@@ -66,22 +67,34 @@ def check_d6(seed: int, tier: str) -> list[Record]:
         "h": h_c,
     }
     records = [
+        upper_bound_record(
+            claim="D6",
+            key="reset-after",
+            statement="reset-after GRU, h̃ = g(U_h x + r ⊙ (W_h h)), binary gates: equals eq. (4) exactly",
+            kind="premise",
+            params={**params, "reset": "after"},
+            measured=_largest_gap(gru_cases(), lambda c: _gap(c, "binary", "after"), examples, seed)[0],
+            bound=0.0,
+            note="coordinate i is g(U_h x + r_i (W_h h))_i, which is eq. (4)'s mixture for r_i in {0, 1}",
+        ),
         Record(
             claim="D6",
+            key="reset-before",
             statement="a GRU step with binary gates equals the hierarchical MoE of eq. (4) (any weights)",
             kind="premise",
             params=params,
             measured=generic,
             bound=0.0,
             verdict="holds" if generic == 0.0 else "violated",
+            rule="upper",
             finding=(
-                "eq. (4) replaces g(U_h x + W_h (r ⊙ h)) by (1-r) ⊙ g(U_h x) + r ⊙ g(U_h x + W_h h); "
-                "coordinate i agrees only if sum_j (W_h)_ij (r_j - r_i) h_j = 0, e.g. a scalar state, a "
-                "diagonal W_h or a reset gate "
-                "constant across coordinates"
+                "a slip in how Sec. 2 writes the GRU: for the reset-before form it writes, "
+                "g(U_h x + W_h (r ⊙ h)), coordinate i agrees with eq. (4) only if "
+                "sum_j (W_h)_ij (r_j - r_i) h_j = 0 (a scalar state, a diagonal W_h or a reset gate constant "
+                "across coordinates); eq. (4) is exact for the reset-after form g(U_h x + r ⊙ (W_h h))"
             ),
             extra={"worst_case": example},
-        )
+        ),
     ]
     restricted = {
         r: _largest_gap(gru_cases(r), lambda c: _gap(c, "binary"), examples, seed)[0]
@@ -90,6 +103,7 @@ def check_d6(seed: int, tier: str) -> list[Record]:
     records.append(
         upper_bound_record(
             claim="D6",
+            key="restricted-state",
             statement="binary gates: GRU = eq. (4) exactly if the state is scalar, W_h diagonal or r uniform",
             kind="premise",
             params={**params, "restrictions": list(restricted)},
@@ -101,6 +115,7 @@ def check_d6(seed: int, tier: str) -> list[Record]:
     records.append(
         upper_bound_record(
             claim="D6",
+            key="sigmoid-bernoulli-average",
             statement="sigmoid gates: eq. (4) = its binary version averaged over independent Bernoulli gates",
             kind="premise",
             params={**params, "method": "exact enumeration of the 4^m gate patterns", "rtol": 1e-12},
@@ -112,6 +127,7 @@ def check_d6(seed: int, tier: str) -> list[Record]:
     records.append(
         upper_bound_record(
             claim="D6",
+            key="control-sigmoid-gate",
             statement="sigmoid gates: the GRU step itself equals eq. (4) (must be detected as false)",
             kind="negative-control",
             params=params,

@@ -23,7 +23,10 @@ GRU (Sec. 2, eq. (4)). With binary gates, the paper replaces the candidate state
 g(U_h x + W_h (r ⊙ h)) by the 2-MoE (1 − r) ⊙ g(U_h x) + r ⊙ g(U_h x + W_h h). Coordinate i of
 the two agrees iff Σ_j (W_h)_{ij} (r_j − r_i) h_j = 0 (g injective), i.e. when the reset gate is
 constant across the hidden coordinates that row i of W_h reads — always for a scalar state or a
-diagonal W_h, not in general (`gru_step`, `hierarchical_moe_step`; checked in D6). With sigmoid
+diagonal W_h, not in general (`gru_step`, `hierarchical_moe_step`; checked in D6). For the reset-after
+form h̃ = g(U_h x + r ⊙ (W_h h)) (the form cuDNN and PyTorch use), coordinate i reads
+g(U_h x + r_i (W_h h))_i, which is (1 − r_i) g(U_h x)_i + r_i g(U_h x + W_h h)_i for r_i ∈ {0, 1}:
+eq. (4) is an exact identity there, so only the reset-before form the paper writes breaks it. With sigmoid
 gates, eq. (4) is multilinear in (z_i, r_i), so it equals the expectation of its binary-gated
 version over independent Bernoulli(z_i), Bernoulli(r_i) gates; the sigmoid GRU itself is not
 (g(U_h x + W_h (r ⊙ h)) ≠ E over r of the same with binary r, by Jensen).
@@ -38,9 +41,40 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy import special
 
-from lab.kernels.activations import activation
+from lab.core import validate
+from lab.core.errors import InputError
+from lab.kernels.activations import ACTIVATIONS, activation
+from lab.makkuva2020 import _inputs as check
 
 MAX_QUADRATURE_NODES = 250_000
+
+__all__ = [
+    "MAX_QUADRATURE_NODES",
+    "GRUParams",
+    "GatedRegression",
+    "GaussianInput",
+    "GaussianMixtureInput",
+    "InputDistribution",
+    "Sample",
+    "expected_gates",
+    "expert_outputs",
+    "gate_fisher_information",
+    "gate_logits",
+    "gate_probabilities",
+    "gru_gates",
+    "gru_step",
+    "gru_update",
+    "hierarchical_moe_step",
+    "hierarchical_moe_update",
+    "log_sum_exp",
+    "paper_model",
+    "rereferenced_gating",
+    "sample",
+]
+
+# Every public function and constructor checks its arguments once (`lab.makkuva2020._inputs`):
+# finite real arrays of the documented shapes (W (k − 1, d), A (k, d), x (n, d)), integer sizes,
+# σ >= 0, probabilities in [0, 1], names from their lists; internal callers use the `_` versions.
 
 
 class InputDistribution(Protocol):
@@ -53,9 +87,9 @@ class InputDistribution(Protocol):
     def components(self) -> list[tuple[float, np.ndarray]]: ...
 
 
-def _check_n(n: int) -> None:
-    if not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+def _check_n(n: int, rng: object) -> None:
+    validate.integer(n, "n", low=1)
+    validate.generator(rng)
 
 
 @dataclass(frozen=True)
@@ -65,11 +99,10 @@ class GaussianInput:
     d: int
 
     def __post_init__(self) -> None:
-        if not isinstance(self.d, int | np.integer) or self.d < 1:
-            raise ValueError(f"d must be an integer >= 1, got {self.d!r}")
+        validate.integer(self.d, "d", low=1)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        _check_n(n)
+        _check_n(n, rng)
         return rng.standard_normal((n, self.d))
 
     def components(self) -> list[tuple[float, np.ndarray]]:
@@ -84,11 +117,10 @@ class GaussianMixtureInput:
     p: float
 
     def __post_init__(self) -> None:
+        check.vector(self.mu, "mu")
         mu = np.asarray(self.mu, dtype=float)
-        if mu.ndim != 1 or mu.size < 1 or not np.all(np.isfinite(mu)):
-            raise ValueError(f"mu must be a finite vector, got shape {mu.shape}")
-        if not (np.isfinite(self.p) and 0.0 <= self.p <= 1.0):
-            raise ValueError(f"p must lie in [0, 1], got {self.p}")
+        if not 0.0 <= check.number(self.p, "p", why=" in [0, 1]") <= 1.0:
+            raise InputError(f"p must lie in [0, 1], got {self.p}")
         object.__setattr__(self, "mu", mu)
 
     @property
@@ -96,7 +128,7 @@ class GaussianMixtureInput:
         return self.mu.size
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        _check_n(n)
+        _check_n(n, rng)
         sign = np.where(rng.random(n) < self.p, 1.0, -1.0)
         return sign[:, None] * self.mu + rng.standard_normal((n, self.d))
 
@@ -114,17 +146,15 @@ class GatedRegression:
     activation: str = "linear"
 
     def __post_init__(self) -> None:
-        A = np.asarray(self.A, dtype=float)
-        W = np.asarray(self.W, dtype=float)
-        if A.ndim != 2 or A.shape[0] < 2:
-            raise ValueError(f"A must have shape (k, d) with k >= 2, got {A.shape}")
+        A = check.rows(self.A, "A", "(k, d) with k >= 2", nonempty=(1,))
+        if A.shape[0] < 2:
+            raise InputError(f"A must have shape (k, d) with k >= 2, got {A.shape}")
+        W = validate.array(self.W, "W", ndim=2, labels="(k - 1, d)", cast=False)
         if W.shape != (A.shape[0] - 1, A.shape[1]):
-            raise ValueError(f"W must have shape (k - 1, d) = {(A.shape[0] - 1, A.shape[1])}, got {W.shape}")
-        if not (np.all(np.isfinite(A)) and np.all(np.isfinite(W))):
-            raise ValueError("A and W must be finite")
-        if not (np.isfinite(self.sigma) and self.sigma >= 0):
-            raise ValueError(f"sigma must be a finite number >= 0, got {self.sigma}")
-        activation(self.activation)
+            raise InputError(f"W must have shape (k - 1, d) = {(A.shape[0] - 1, A.shape[1])}, got {W.shape}")
+        A, W = np.asarray(A, dtype=float), np.asarray(W, dtype=float)
+        check.number(self.sigma, "sigma", 0.0)
+        validate.choice(self.activation, "activation", ACTIVATIONS)
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "W", W)
 
@@ -139,33 +169,55 @@ class GatedRegression:
 
 def paper_model(k: int, d: int = 10, sigma: float = 0.05) -> GatedRegression:
     """Sec. 4 data generation: a_i* = e_i (i ≤ k), w_i* = e_{k+i} (i ≤ k − 1), g = Id, σ = 0.05."""
-    if not isinstance(k, int | np.integer) or k < 2:
-        raise ValueError(f"k must be an integer >= 2, got {k!r}")
-    if not isinstance(d, int | np.integer) or d < 2 * k - 1:
-        raise ValueError(f"d must be an integer >= 2k - 1 = {2 * k - 1}, got {d!r}")
+    validate.integer(k, "k", low=2)
+    if validate.integer(d, "d") < 2 * k - 1:
+        raise InputError(f"d must be an integer >= 2k - 1 = {2 * k - 1}, got {d!r}")
     eye = np.eye(d)
     return GatedRegression(A=eye[:k], W=eye[k : 2 * k - 1], sigma=sigma)
 
 
+def _gating(W, x) -> tuple[np.ndarray, np.ndarray]:
+    """W (k − 1, d) and x (n, d), real and finite (W may have no rows: k = 1)."""
+    W = check.rows(W, "W", "(k - 1, d)", nonempty=())
+    return W, check.rows(x, "x", "(n, d)", W.shape[1], nonempty=())
+
+
 def gate_logits(W: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Logits (⟨w_1, x⟩, …, ⟨w_{k−1}, x⟩, 0) of the softmax gate, expert-major: shape (k, n)."""
+    return _gate_logits(*_gating(W, x))
+
+
+def _gate_logits(W: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.concatenate([W @ x.T, np.zeros((1, x.shape[0]))], axis=0)
 
 
 def log_sum_exp(L: np.ndarray) -> np.ndarray:
-    """log Σ_i exp(L_i) over the expert axis 0 of an (k, n) array; finite at any finite logits."""
+    """log Σ_i exp(L_i) over the expert axis 0 of an (k, n) array, k >= 1; finite at any finite logits."""
+    return _log_sum_exp(check.rows(L, "L", "(k, n)"))
+
+
+def _log_sum_exp(L: np.ndarray) -> np.ndarray:
     top = L.max(axis=0)
     return top + np.log(np.exp(L - top).sum(axis=0))
 
 
 def gate_probabilities(W: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """p_i(x) = softmax_i(Wx, 0), shape (k, n); finite at any finite logits."""
-    L = gate_logits(W, x)
-    return np.exp(L - log_sum_exp(L))
+    """p_i(x) = softmax_i(Wx, 0), shape (k, n); finite at any finite logits (W (k − 1, d), x (n, d))."""
+    return _gate_probabilities(*_gating(W, x))
+
+
+def _gate_probabilities(W: np.ndarray, x: np.ndarray) -> np.ndarray:
+    L = _gate_logits(W, x)
+    return np.exp(L - _log_sum_exp(L))
 
 
 def expert_outputs(A: np.ndarray, x: np.ndarray, act: str = "linear") -> np.ndarray:
-    """g(⟨a_i, x⟩) for every expert, shape (k, n)."""
+    """g(⟨a_i, x⟩) for every expert, shape (k, n); A (k, d), x (n, d) real and finite."""
+    A = check.rows(A, "A", "(k, d)")
+    return _expert_outputs(A, check.rows(x, "x", "(n, d)", A.shape[1], nonempty=()), check.act(act))
+
+
+def _expert_outputs(A: np.ndarray, x: np.ndarray, act: str) -> np.ndarray:
     g, _ = activation(act)
     return g(A @ x.T)
 
@@ -180,13 +232,18 @@ class Sample:
 
 
 def sample(model: GatedRegression, inputs: InputDistribution, n: int, rng: np.random.Generator) -> Sample:
-    """Draw (x, y) from eq. (1): x from `inputs`, z ~ softmax gate, y = g(⟨a_z*, x⟩) + ξ."""
+    """Draw (x, y) from eq. (1): x from `inputs`, z ~ softmax gate, y = g(⟨a_z*, x⟩) + ξ.
+
+    model a `GatedRegression`, inputs an `InputDistribution` of its d, n an integer >= 1, rng a Generator."""
+    validate.instance(model, "model", GatedRegression)
+    check.distribution(inputs)
     if inputs.d != model.d:
-        raise ValueError(f"inputs.d must equal the model's d = {model.d}, got {inputs.d}")
+        raise InputError(f"inputs.d must equal the model's d = {model.d}, got {inputs.d}")
+    _check_n(n, rng)
     x = inputs.sample(n, rng)
-    p = gate_probabilities(model.W, x)
+    p = _gate_probabilities(model.W, x)
     z = np.minimum((rng.random(n) > np.cumsum(p, axis=0)).sum(axis=0), model.k - 1)
-    f = expert_outputs(model.A, x, model.activation)
+    f = _expert_outputs(model.A, x, model.activation)
     y = f[z, np.arange(n)] + model.sigma * rng.standard_normal(n)
     return Sample(x=x, y=y, z=z)
 
@@ -211,12 +268,13 @@ def _row_space_rule(W: np.ndarray, nodes: int):
 
 
 def expected_gates(W: np.ndarray, inputs: InputDistribution, nodes: int = 64) -> np.ndarray:
-    """E_x[p_m(x)] for m = 1..k by Gauss–Hermite quadrature over W's row space (eq. (7), Γ of Theorem 1)."""
-    W = np.asarray(W, dtype=float)
-    if W.ndim != 2 or W.shape[1] != inputs.d:
-        raise ValueError(f"W must have shape (k - 1, d={inputs.d}), got {W.shape}")
-    Q, u, weights = _row_space_rule(W, nodes)
-    return sum(prob * gate_probabilities(W, mean + u @ Q) @ weights for prob, mean in inputs.components())
+    """E_x[p_m(x)] for m = 1..k by Gauss–Hermite quadrature over W's row space (eq. (7), Γ of Theorem 1).
+
+    W (k − 1, d) real and finite with the inputs' d, nodes an integer >= 1 (points per axis)."""
+    check.distribution(inputs)
+    W = np.asarray(check.rows(W, "W", "(k - 1, d)", inputs.d, nonempty=()), dtype=float)
+    Q, u, weights = _row_space_rule(W, validate.integer(nodes, "nodes", low=1))
+    return sum(prob * _gate_probabilities(W, mean + u @ Q) @ weights for prob, mean in inputs.components())
 
 
 def gate_fisher_information(W: np.ndarray, nodes: int = 64) -> np.ndarray:
@@ -224,11 +282,12 @@ def gate_fisher_information(W: np.ndarray, nodes: int = 64) -> np.ndarray:
 
     With x = Qᵀu + x_⊥ (u ~ N(0, I_r) independent of x_⊥), the expectation is
     Qᵀ E[M(u) u uᵀ] Q + E[M] ⊗ (I − QᵀQ), M = diag p − ppᵀ over the k − 1 free logits.
+    W (k − 1, d) real and finite with k − 1, d >= 1, nodes an integer >= 1.
     """
-    W = np.asarray(W, dtype=float)
+    W = np.asarray(check.rows(W, "W", "(k - 1, d)", nonempty=(0, 1)), dtype=float)
     km, d = W.shape
-    Q, u, weights = _row_space_rule(W, nodes)
-    p = gate_probabilities(W, u @ Q)[:-1]  # (k − 1, nodes)
+    Q, u, weights = _row_space_rule(W, validate.integer(nodes, "nodes", low=1))
+    p = _gate_probabilities(W, u @ Q)[:-1]  # (k − 1, nodes)
     M = (p[:, None, :] * (np.eye(km)[:, :, None] - p[None, :, :])) * weights  # (j, l, node)
     inner = np.einsum("jlq,qa,qb->jalb", M, u, u)  # E[M u uᵀ] in (j, a, l, b)
     fisher = np.einsum("jalb,ap,bq->jplq", inner, Q, Q)
@@ -237,7 +296,14 @@ def gate_fisher_information(W: np.ndarray, nodes: int = 64) -> np.ndarray:
 
 
 def rereferenced_gating(W: np.ndarray, perm: np.ndarray) -> np.ndarray:
-    """Gating of the experts taken in order `perm`, re-referenced to the last one: w_{π(i)} − w_{π(k)}."""
+    """Gating of the experts taken in order `perm`, re-referenced to the last one: w_{π(i)} − w_{π(k)}.
+
+    W (k − 1, d) real and finite, perm a permutation of 0..k−1 (integers)."""
+    W = check.rows(W, "W", "(k - 1, d)", nonempty=())
+    k = W.shape[0] + 1
+    perm = validate.integers(perm, "perm", ndim=1, labels="(k,)", low=0, high=k, bound=f"k={k}")
+    if sorted(perm.tolist()) != list(range(k)):
+        raise InputError(f"perm must be a permutation of 0..k-1 = {k - 1}, got {perm.tolist()}")
     full = np.vstack([W, np.zeros((1, W.shape[1]))])[np.asarray(perm)]
     return full[:-1] - full[-1]
 
@@ -253,9 +319,38 @@ class GRUParams:
     U_h: np.ndarray
     W_h: np.ndarray
 
+    def __post_init__(self) -> None:
+        U_z = check.rows(self.U_z, "U_z", "(m, p)", nonempty=(0, 1))
+        m, p = U_z.shape
+        for name in ("U_r", "U_h"):
+            validate.same_shape(
+                name, check.rows(getattr(self, name), name, "(m, p)"), (m, p), "(m, p) of U_z"
+            )
+        for name in ("W_z", "W_r", "W_h"):
+            validate.same_shape(
+                name, check.rows(getattr(self, name), name, "(m, m)"), (m, m), "(m, m) of U_z"
+            )
+
+
+def _state(params: object, x: object, h: object) -> None:
+    """params a `GRUParams` (m, p), input x (p,) and state h (m,), real and finite."""
+    validate.instance(params, "params", GRUParams)
+    m, p = params.U_z.shape
+    check.vector(x, "x", p)
+    check.vector(h, "h", m)
+
+
+def _gates(z: object, r: object, m: int) -> None:
+    """Gate values z and r (m,) in [0, 1] (binary or sigmoid)."""
+    for name, value in (("z", z), ("r", r)):
+        a = validate.array(value, name, ndim=1, labels="(m,)", cast=False, low=0.0, high=1.0)
+        validate.same_shape(name, a, (m,), f"(m,) with m = {m} from params")
+
 
 def gru_gates(params: GRUParams, x: np.ndarray, h: np.ndarray, gate: str) -> tuple[np.ndarray, np.ndarray]:
     """Update and reset gates z, r: sigmoid, or its binary threshold 1{· ≥ 0} (Sec. 2)."""
+    _state(params, x, h)
+    validate.choice(gate, "gate", ("binary", "sigmoid"))
     pre_z = params.U_z @ x + params.W_z @ h
     pre_r = params.U_r @ x + params.W_r @ h
     if gate == "binary":
@@ -265,21 +360,36 @@ def gru_gates(params: GRUParams, x: np.ndarray, h: np.ndarray, gate: str) -> tup
     raise ValueError(f"gate must be 'binary' or 'sigmoid', got {gate!r}")
 
 
-def gru_update(params: GRUParams, x, h, z, r, act: str = "tanh") -> np.ndarray:
-    """h_t = (1 − z) ⊙ h + z ⊙ g(U_h x + W_h (r ⊙ h)) for given gate values (Cho et al. 2014)."""
+RESETS = ("before", "after")  # r ⊙ h inside W_h (Cho et al. 2014, as Sec. 2 writes it), or r ⊙ (W_h h)
+
+
+def gru_update(params: GRUParams, x, h, z, r, act: str = "tanh", reset: str = "before") -> np.ndarray:
+    """h_t = (1 − z) ⊙ h + z ⊙ g(U_h x + W_h (r ⊙ h)) (reset before W_h, Sec. 2) or g(U_h x + r ⊙ (W_h h))."""
+    _state(params, x, h)
+    _gates(z, r, params.U_z.shape[0])
+    check.act(act)
     g, _ = activation(act)
-    return (1.0 - z) * h + z * g(params.U_h @ x + params.W_h @ (r * h))
+    if reset == "before":
+        return (1.0 - z) * h + z * g(params.U_h @ x + params.W_h @ (r * h))
+    if reset == "after":
+        return (1.0 - z) * h + z * g(params.U_h @ x + r * (params.W_h @ h))
+    raise ValueError(f"reset must be one of {RESETS}, got {reset!r}")
 
 
 def hierarchical_moe_update(params: GRUParams, x, h, z, r, act: str = "tanh") -> np.ndarray:
     """Eq. (4) for given gate values: (1 − z) ⊙ h + z ⊙ ((1 − r) ⊙ g(U_h x) + r ⊙ g(U_h x + W_h h))."""
+    _state(params, x, h)
+    _gates(z, r, params.U_z.shape[0])
+    check.act(act)
     g, _ = activation(act)
     return (1.0 - z) * h + z * ((1.0 - r) * g(params.U_h @ x) + r * g(params.U_h @ x + params.W_h @ h))
 
 
-def gru_step(params: GRUParams, x: np.ndarray, h: np.ndarray, gate: str = "binary", act: str = "tanh"):
-    """One GRU step with sigmoid or binary gates (Sec. 2)."""
-    return gru_update(params, x, h, *gru_gates(params, x, h, gate), act)
+def gru_step(
+    params: GRUParams, x: np.ndarray, h: np.ndarray, gate: str = "binary", act: str = "tanh", reset="before"
+):
+    """One GRU step with sigmoid or binary gates (Sec. 2), the reset gate before or after W_h."""
+    return gru_update(params, x, h, *gru_gates(params, x, h, gate), act, reset)
 
 
 def hierarchical_moe_step(
