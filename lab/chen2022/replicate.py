@@ -3,8 +3,12 @@
 A target is a list of cells (table rows) × settings × seeds. `expand` turns a target into independent
 JSON-able run configurations and `run_one` runs one of them (deterministic for its config), so a
 sweep produces exactly the numbers `python -m lab replicate` prints. Finished runs are kept as one
-JSON file each under OUT/runs/, so an interrupted replication resumes where it stopped; runs are
-shared between targets (Table 1's runs are Table 3's settings 1–2).
+JSON file each under OUT/runs/ (the run store, git-ignored), so an interrupted replication resumes
+where it stopped; runs are shared between targets (Table 1's runs are Table 3's settings 1–2). Each
+target's summary OUT/TARGET.json keeps every run slim (`slim`); a run is looked up in the run store,
+then in the summaries under OUT, and trained only when neither holds it from the current code, so a
+fresh clone re-renders the committed tables without training (`lab.chen2022.recertify` re-stamps
+runs after a change meant to move no number).
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from lab.sweeps.tasks import register_task
 TIER_SIZES = {"full": (16_000, 16_000), "quick": (2_000, 2_000)}  # (train, test): App. A.2 / smoke
 VARIANTS = ("paper", "reference-code")
 CURVE_THINNING, CURVE_DECIMALS = 10, 4  # Figs 5–6 curves: every 10th record (100 steps), 4 decimals
+# the per-step series a summary keeps of a single CNN's history: the findings read its last training loss
+SUMMARY_SERIES = ("loss",)
 ARITHMETIC = ("structured", "dense")  # the experts' kernels: Def. 3.1's structure, or the dense reference
 
 
@@ -290,13 +296,76 @@ def _stored_run(path: Path, config: dict, keep_stale: bool) -> dict | None:
     return record
 
 
-def load_or_run(config: dict, runs_dir: Path, progress: bool, keep_stale: bool = False) -> tuple[dict, bool]:
-    """The finished record of `config` from runs_dir, or run it now and store it atomically."""
+def committed_runs(out: Path) -> dict[str, dict]:
+    """The run records of the Chen et al. summaries in `out` (`TARGET*.json`) by run key, each with the
+    versions that made it: a fresh clone re-renders its tables from them. A damaged summary is named
+    on stderr and its runs are not reused."""
+    found = {}
+    for path in sorted(out.glob("*.json")):
+        try:
+            payload = json.loads(path.read_text())
+            if not is_summary(payload):
+                continue
+            configs = summary_configs(payload["config"])
+            runs = payload["runs"]
+            if len(runs) != len(configs) or any(map(_differs, runs, configs)):
+                raise ValueError("its runs are not the runs of its configuration")
+        except (ValueError, UnicodeDecodeError, KeyError, TypeError) as exc:
+            print(f"summary {path} is damaged ({exc}); its runs are not reused", file=sys.stderr)
+            continue
+        shared = payload.get("versions") if isinstance(payload.get("versions"), dict) else None
+        found |= {run_key(c): {"versions": shared} | r for r, c in zip(runs, configs, strict=True)}
+    return found
+
+
+def is_summary(payload: object) -> bool:
+    """Whether a JSON file's content is (meant as) a Chen et al. target's summary."""
+    return (
+        isinstance(payload, dict)
+        and isinstance(payload.get("config"), dict)
+        and (payload["config"].get("target") in TARGETS)
+    )
+
+
+def summary_configs(config: dict) -> list[dict]:
+    """The run configs of a summary's `config` (as `run_target` writes it), in its runs' order."""
+    return expand(
+        config["target"],
+        config["settings"],
+        config["seeds"],
+        config["seed"],
+        config["variant"],
+        config["tier"],
+        config.get("dtype", "float64"),
+        config.get("arithmetic", "dense"),
+    )
+
+
+def _differs(record: dict, config: dict) -> bool:
+    return not isinstance(record, dict) or any(record.get(k) != v for k, v in config.items())
+
+
+def committed_record(config: dict, committed: dict[str, dict], keep_stale: bool) -> dict | None:
+    """`config`'s record in the committed summaries (`committed_runs`), if made by the current code
+    (or `keep_stale`)."""
+    record = committed.get(run_key(config))
+    if record is None or _differs(record, config) or not (keep_stale or record.get("code") == run_code()):
+        return None
+    return record
+
+
+def load_or_run(
+    config: dict, runs_dir: Path, progress: bool, keep_stale: bool = False, committed: dict | None = None
+) -> tuple[dict, bool]:
+    """The finished record of `config` from runs_dir or else the committed summaries (`committed_runs`),
+    or run it now and store it atomically in runs_dir."""
     path = runs_dir / f"{run_key(config)}.json"
     record = _stored_run(path, config, keep_stale)
+    if record is None:
+        record = committed_record(config, committed or {}, keep_stale)
     if record is not None:
         return record, True
-    record = run_one(config, progress) | {"code": run_code()}
+    record = run_one(config, progress) | {"code": run_code(), "versions": versions()}
     write_json_atomic(path, record)
     return record, False
 
@@ -319,11 +388,12 @@ def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
     """Expand the target, load finished runs, run the rest; returns (configs, records)."""
     configs = target_configs(target, args)
     runs_dir = Path(args.out) / "runs"
+    committed = committed_runs(Path(args.out))
     records = []
     shown = not args.quiet and getattr(args, "jobs", 1) == 1  # `--jobs` showed its training already
     with Progress(len(configs), target, enabled=shown, lines=True, unit="run") as bar:
         for config in configs:
-            record, cached = load_or_run(config, runs_dir, not args.quiet, args.keep_stale)
+            record, cached = load_or_run(config, runs_dir, not args.quiet, args.keep_stale, committed)
             records.append(record)
             what = "kept" if cached else f"{record['seconds']:.1f} s"
             bar.step(
@@ -387,8 +457,32 @@ def format_table(target: str, records: list[dict]) -> str:
     return "\n".join(lines).lstrip("\n")
 
 
-def _without_curves(record: dict) -> dict:
-    return {k: v for k, v in record.items() if k != "curves"}
+def slim(record: dict) -> dict:
+    """What a summary keeps of a run record: its configuration, seed, final metrics, timing and code,
+    and of its per-step series only `SUMMARY_SERIES` (the run store keeps the whole record)."""
+    kept = {k: v for k, v in record.items() if k not in ("history", "curves")}
+    series = {k: record["history"][k] for k in SUMMARY_SERIES if k in record.get("history", {})}
+    return kept | ({"history": series} if series and record["model"].startswith("single") else {})
+
+
+def summary_runs(records: list[dict]) -> tuple[dict | None, list[dict]]:
+    """A summary's `versions` and `runs` (`slim`): the versions that made every run once, or None
+    and each run with its own versions when they differ."""
+    distinct = []
+    for found in (r.get("versions") for r in records):
+        if found not in distinct:
+            distinct.append(found)
+    runs = [slim(r) for r in records]
+    if len(distinct) > 1:
+        return None, runs
+    return distinct[0], [{k: v for k, v in r.items() if k != "versions"} for r in runs]
+
+
+def summary_text(payload: dict) -> str:
+    """A summary as JSON with one line per run: compact, and a rerun's diff names the runs it changed."""
+    head = json.dumps({k: v for k, v in payload.items() if k != "runs"}, indent=2, allow_nan=False)
+    runs = ",\n".join("    " + json.dumps(r, separators=(",", ":"), allow_nan=False) for r in payload["runs"])
+    return f'{head[:-2]},\n  "runs": [\n{runs}\n  ]\n}}\n'
 
 
 def write_figures(stem: str, records: list[dict], out: Path) -> list[Path]:
@@ -414,8 +508,10 @@ def write_figures(stem: str, records: list[dict], out: Path) -> list[Path]:
     fig.tight_layout()
     written.append(out / f"{stem}_entropy.png")
     plots.save_figure(fig, written[-1])
-    for model in sorted({r["model"] for r in moe}):
-        first = min((r for r in moe if r["model"] == model), key=lambda r: (r["setting"], r["seed"]))
+    for model in sorted({r["model"] for r in moe if "curves" in r}):
+        first = min(
+            (r for r in moe if r["model"] == model and "curves" in r), key=lambda r: (r["setting"], r["seed"])
+        )
         fig, axes = plt.subplots(2, 2, figsize=(9, 6), sharex=True)
         titles = {
             "expert_feature": "max_j ⟨w_m,j, v_k⟩",
@@ -478,7 +574,6 @@ def run_target(target: str, args) -> int:
     stem = _stem(target, args)
     write_text_atomic(out / f"{stem}.md", header + table + "\n")
     payload = {
-        "runs": [_without_curves(r) for r in records],
         "config": {
             "target": target,
             "settings": list(args.settings),
@@ -491,9 +586,9 @@ def run_target(target: str, args) -> int:
             "train_sizes": TIER_SIZES[args.tier],
             "wall_seconds": time.perf_counter() - start,
         },
-        "versions": versions(),
     }
-    write_json_atomic(_json_path(target, args), payload)
+    payload["versions"], payload["runs"] = summary_runs(records)
+    write_text_atomic(_json_path(target, args), summary_text(payload))
     figures = write_figures(stem, records, out) if plots.available() else []
     print(header + table)
     if not args.quiet:

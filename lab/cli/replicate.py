@@ -67,6 +67,13 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
     parser.add_argument(
         "--keep-stale", action="store_true", help="reuse run files computed by other code, on purpose"
     )
+    parser.add_argument(
+        "--recertify",
+        type=positive_int,
+        metavar="N",
+        help="rerun N sampled stale runs of the targets; only if all are identical, re-stamp every "
+        "stale run as current (then exit; a later replicate re-renders without training)",
+    )
     return run_replicate
 
 
@@ -82,14 +89,22 @@ def run_replicate(args: argparse.Namespace) -> int:
         if path:
             check_writable(path, what)
     stopwatch = Stopwatch.start(args.out) if args.timing else None  # it lists every run file
-    from lab.chen2022.replicate import TARGETS  # here: the CLI starts without the science packages
+    from lab.chen2022 import replicate as chen  # here: the CLI starts without the science packages
+    from lab.chen2022.replicate import TARGETS
 
     configs = chen_configs(args)
-    training = [config for config in configs.values() if _trains(config, args)]
+    if getattr(args, "recertify", None):
+        from lab.chen2022.recertify import recertify
+
+        found = recertify(list(configs.values()), Path(args.out), args.recertify, not args.quiet)
+        print(found.line(chen.run_code()))
+        return 1 if found.differ else 0
+    committed = chen.committed_runs(Path(args.out)) if configs else {}
+    training = {key: config for key, config in configs.items() if _trains(config, args, committed)}
     if training or not TARGETS.keys() >= set(args.targets):
-        compile_in_child(training)  # a re-render from stored Chen et al. runs computes nothing
+        compile_in_child(list(training.values()))  # a re-render from stored runs computes nothing
     if args.jobs > 1:
-        train_in_parallel(args, configs)
+        train_in_parallel(args, training)
     status = max(targets[t].run(args) for t in args.targets)
     if stopwatch is not None:
         write_timing(args.timing, stopwatch, args)
@@ -112,11 +127,11 @@ def _start_worker(threads: int, parent: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
-def _train(config: dict, runs_dir: Path, keep_stale: bool) -> tuple[dict, float, bool]:
+def _train(config: dict, runs_dir: Path, keep_stale: bool) -> tuple[dict, str, bool]:
     from lab.chen2022 import replicate as chen
 
     record, cached = chen.load_or_run(config, runs_dir, False, keep_stale)
-    return config, record["test_accuracy"], cached
+    return config, chen.accuracy_text(record), cached
 
 
 def chen_configs(args: argparse.Namespace) -> dict[str, dict]:
@@ -130,17 +145,19 @@ def chen_configs(args: argparse.Namespace) -> dict[str, dict]:
     return configs
 
 
-def _trains(config: dict, args: argparse.Namespace) -> bool:
-    """Whether `replicate` will train `config`: its run file in `--out` is absent, damaged, of another
-    config or (without `--keep-stale`) from other code (`stored_record`)."""
+def _trains(config: dict, args: argparse.Namespace, committed: dict[str, dict]) -> bool:
+    """Whether `replicate` will train `config`: neither its run file in `--out` (`stored_record`) nor
+    the summaries there (`committed_record`) hold its record from the current code (or `--keep-stale`)."""
     from lab.chen2022 import replicate as chen
 
     path = Path(args.out) / "runs" / f"{chen.run_key(config)}.json"
-    return chen.stored_record(path, config, args.keep_stale)[0] is None
+    if chen.stored_record(path, config, args.keep_stale)[0] is not None:
+        return False
+    return chen.committed_record(config, committed, args.keep_stale) is None
 
 
 def train_in_parallel(args: argparse.Namespace, configs: dict[str, dict]) -> None:
-    """Train the Chen et al. runs `configs` (by run key) that `--out` lacks, `--jobs` at a time.
+    """Train the Chen et al. runs `configs` (by run key; the ones `--out` lacks), `--jobs` at a time.
 
     Each job is a process with cores ÷ jobs Numba threads; it stores its run as `replicate` does,
     so the targets then render from stored runs. A run's numbers do not depend on its thread count.
@@ -164,7 +181,7 @@ def train_in_parallel(args: argparse.Namespace, configs: dict[str, dict]) -> Non
                 config, accuracy, cached = future.result()
                 bar.step(
                     f"{config['model']} setting {config['setting']} seed {config['seed']}: "
-                    f"{accuracy:.2f} %{' (kept)' if cached else ''}"
+                    f"{accuracy}{' (kept)' if cached else ''}"
                 )
         except BaseException:
             pool.shutdown(cancel_futures=True)

@@ -205,3 +205,85 @@ def test_without_matplotlib_reports_are_written_and_figures_skipped(
     assert (tmp_path / "table1.json").exists() and (tmp_path / "table1.md").exists()
     assert not list(tmp_path.glob("*.png"))
     assert capsys.readouterr().err.count('pip install "moe-lab[plots]"') == 1
+
+
+def test_a_summary_keeps_final_metrics_and_only_the_series_the_docs_read(tiny, replicate_args, tmp_path):
+    assert R.run_target("table1", replicate_args(settings=[1], seeds=1)) == 0
+    text = (tmp_path / "table1.json").read_text()
+    payload = json.loads(text)
+    assert text.count("\n    {") == len(payload["runs"]) == 4  # one line per run
+    for run in payload["runs"]:
+        assert "curves" not in run and "versions" not in run and run["code"] == R.run_code()
+        assert set(run.get("history", {})) == ({"loss"} if run["model"].startswith("single") else set())
+    assert payload["versions"]["numpy"]
+
+
+def test_a_fresh_clone_re_renders_from_the_summaries_without_training(
+    tiny, replicate_args, tmp_path, monkeypatch
+):
+    args = replicate_args(settings=[1], seeds=2)
+    assert R.run_target("table1", args) == 0
+    before = json.loads((tmp_path / "table1.json").read_text())
+    table = (tmp_path / "table1.md").read_text()
+    for path in (tmp_path / "runs").iterdir():  # the run store is git-ignored: a clone has none
+        path.unlink()
+    monkeypatch.setattr(R, "run_one", lambda config, progress=False: pytest.fail("trained"))
+    assert R.run_target("table1", args) == 0
+    after = json.loads((tmp_path / "table1.json").read_text())
+    assert after["runs"] == before["runs"] and after["versions"] == before["versions"]
+    assert (tmp_path / "table1.md").read_text() == table
+
+
+def _summary_codes(path, code):
+    payload = json.loads(path.read_text())
+    payload["runs"] = [run | {"code": code} for run in payload["runs"]]
+    path.write_text(R.summary_text(payload))
+
+
+def test_a_summary_run_from_other_code_or_a_damaged_summary_is_not_reused(
+    tiny, replicate_args, tmp_path, monkeypatch, capsys
+):
+    args = replicate_args(settings=[1], seeds=1)
+    assert R.run_target("table1", args) == 0
+    for path in (tmp_path / "runs").iterdir():
+        path.unlink()
+    _summary_codes(tmp_path / "table1.json", "from-other-code")
+    calls = []
+    run_one = R.run_one
+    monkeypatch.setattr(R, "run_one", lambda config, progress=False: calls.append(1) or run_one(config))
+    assert R.run_target("table1", args) == 0 and len(calls) == 4
+    (tmp_path / "table1.json").write_text("{")
+    assert R.committed_runs(tmp_path) == {}
+    assert f"summary {tmp_path / 'table1.json'} is damaged" in capsys.readouterr().err
+
+
+def test_recertify_re_stamps_stale_runs_only_when_the_sampled_reruns_are_identical(
+    tiny, replicate_args, tmp_path, monkeypatch
+):
+    from lab.chen2022.recertify import recertify
+
+    args = replicate_args(settings=[1], seeds=2)
+    assert R.run_target("table1", args) == 0
+    configs = R.target_configs("table1", args)
+    runs = sorted((tmp_path / "runs").iterdir())
+    for path in runs[:3]:  # three runs only in the summary, as on a fresh clone
+        path.unlink()
+    for path in runs[3:]:
+        path.write_text(json.dumps(json.loads(path.read_text()) | {"code": "from-other-code"}))
+    _summary_codes(tmp_path / "table1.json", "from-other-code")
+    tampered = json.loads(runs[3].read_text()) | {"test_accuracy": 1.0}
+    runs[3].write_text(json.dumps(tampered))
+
+    found = recertify(configs, tmp_path, sample=8)
+    assert found.stale == 8 and list(found.differ) == [runs[3].stem]
+    assert "test_accuracy" in found.line("now") and "nothing re-stamped" in found.line("now")
+    assert all(json.loads(p.read_text())["code"] == "from-other-code" for p in runs[3:])
+
+    runs[3].unlink()  # without the tampered run, two sampled reruns certify the rest
+    found = recertify(configs, tmp_path, sample=2)
+    assert (found.stale, len(found.sampled), found.differ) == (8, 2, {})
+    assert (found.run_files, found.summaries) == (4, 1)
+    assert "re-stamped 8 stale runs" in found.line(R.run_code())
+    monkeypatch.setattr(R, "run_one", lambda config, progress=False: pytest.fail("trained"))
+    assert R.run_target("table1", args) == 0
+    assert recertify(configs, tmp_path, sample=2).stale == 0

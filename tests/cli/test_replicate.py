@@ -23,7 +23,7 @@ def test_runs_trained_in_parallel_equal_runs_trained_in_turn(monkeypatch, replic
     for config in configs:
         record = json.loads((tmp_path / "runs" / f"{R.run_key(config)}.json").read_text())
         again = R.run_one(config)
-        assert {k: v for k, v in record.items() if k not in ("seconds", "code")} == {
+        assert {k: v for k, v in record.items() if k not in ("seconds", "code", "versions")} == {
             k: v for k, v in again.items() if k != "seconds"
         }
         assert record["code"] == R.run_code()
