@@ -13,7 +13,15 @@ returns the checked value (an `int`, a `float` or an `np.ndarray`) and raises
 Every message starts with the parameter's name and says what is allowed, e.g.
 "routes must be integers in [0, M=3), got values in [-1, 2]". The helpers never copy a valid
 float32 or float64 array: a checked array is the array that was passed (integer arrays are
-converted to float64 where reals are asked for), so checking changes no number.
+converted to float64 where reals are asked for, unless `cast=False` keeps them as they are), so
+checking changes no number.
+
+The science packages (`lab.chen2022`, `lab.shazeer2017`, `lab.makkuva2020`, `lab.core.stats`) check
+every public function's arguments here, once, at the entry point; their internal callers call the
+private, unchecked implementations, so a hot loop never pays twice. Costs: O(1) for types, dtypes,
+shapes and scalars; one pass (a sum, falling back to `np.isfinite` only when the sum is not finite)
+for finiteness; one min/max pass for ranges and index arrays. Elementwise functions (`logistic_loss`,
+`softplus`, ...) check only the dtype, which is O(1), and document that NaN propagates.
 """
 
 from __future__ import annotations
@@ -32,12 +40,16 @@ FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 __all__ = [
     "FLOAT_DTYPES",
     "SEED_RANGE",
+    "all_finite",
     "array",
+    "choice",
     "code",
     "flag",
+    "generator",
     "index_array",
     "instance",
     "integer",
+    "integers",
     "real",
     "same_shape",
     "seed",
@@ -138,46 +150,136 @@ def _as_array(value: object, name: str) -> np.ndarray:
         raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
 
 
-def _shape_text(ndim: int, labels: str | None) -> str:
-    return labels if labels is not None else f"{ndim} dimension(s)"
+def _shape_text(ndim: int | tuple[int, ...], labels: str | None) -> str:
+    if labels is not None:
+        return labels
+    if isinstance(ndim, tuple):
+        return " or ".join(str(n) for n in ndim) + " dimension(s)"
+    return f"{ndim} dimension(s)"
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """True when no entry of `a` is NaN or ±inf: one sum (any NaN or inf makes it non-finite), and
+    only if that overflowed, the exact elementwise test."""
+    if a.dtype.kind not in "fc" or not a.size:
+        return True
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(a.sum()):
+            return True
+    return bool(np.isfinite(a).all())
 
 
 def array(
     value: object,
     name: str,
     *,
-    ndim: int | None = None,
+    ndim: int | tuple[int, ...] | None = None,
+    min_ndim: int | None = None,
     labels: str | None = None,
     floats: bool = False,
     finite: bool = True,
     nonempty: Sequence[int] = (),
+    complex_ok: bool = False,
+    cast: bool = True,
+    low: float | None = None,
+    high: float | None = None,
 ) -> np.ndarray:
     """A real array: not bool, complex, string or object; NaN and ±inf refused unless `finite=False`.
 
-    floats=False: integer arrays become float64 (the value every backend computes with);
-    floats=True: the array must already be float32 or float64 (a kernel's output has its dtype).
-    Other float widths (float16, longdouble) become float64. `ndim` fixes the number of axes
-    (`labels`, e.g. "(n, P, d)", names them in the message); `nonempty` lists axes that must have
-    length >= 1. A valid float32/float64 array is returned as it is, never copied.
+    floats=False: integer arrays become float64 (the value every backend computes with), or stay
+    as they are with cast=False; floats=True: the array must already be float32 or float64 (a
+    kernel's output has its dtype). Other float widths (float16, longdouble) become float64 (with
+    cast=False they are kept). complex_ok=True also lets complex arrays through unchanged (the
+    complex-step derivatives of the NumPy formulas). `ndim` fixes the number of axes (one number or
+    a tuple of the allowed ones; `labels`, e.g. "(n, P, d)", names them in the message), `min_ndim`
+    bounds it below; `nonempty` lists axes that must have length >= 1 (negative axes count from the
+    end); `low`/`high` bound every entry (inclusive). A valid float32/float64 (or, with complex_ok,
+    complex) array is returned as it is, never copied.
     """
     a = _as_array(value, name)
     kind = a.dtype.kind
     if kind in "iu" and not floats:
-        a = a.astype(np.float64)
+        if cast:
+            a = a.astype(np.float64)
     elif kind == "f" and a.dtype not in FLOAT_DTYPES:
-        a = a.astype(np.float64)
+        if cast:
+            a = a.astype(np.float64)
+    elif kind == "c" and complex_ok and not floats:
+        pass
     elif kind != "f":
-        wanted = "float32 or float64" if floats else "real numbers (integer or float)"
+        if floats:
+            wanted = "float32 or float64"
+        elif complex_ok:
+            wanted = "real or complex numbers"
+        else:
+            wanted = "real numbers (integer or float)"
         raise TypeError(f"{name} must be an array of {wanted}, got dtype {a.dtype}")
-    if ndim is not None and a.ndim != ndim:
+    if ndim is not None and a.ndim not in (ndim if isinstance(ndim, tuple) else (ndim,)):
         raise InputError(f"{name} must have shape {_shape_text(ndim, labels)}, got shape {a.shape}")
+    if min_ndim is not None and a.ndim < min_ndim:
+        shape = labels if labels is not None else f"at least {min_ndim} dimension(s)"
+        raise InputError(f"{name} must have shape {shape}, got shape {a.shape}")
     for axis in nonempty:
         if a.shape[axis] < 1:
             label = f" {_shape_text(a.ndim, labels)}" if labels else ""
             raise InputError(f"{name} must have length >= 1 along axis {axis}{label}, got shape {a.shape}")
-    if finite and a.size and not np.isfinite(a).all():
+    if finite and not all_finite(a):
         raise InputError(f"{name} must be finite (no NaN or inf)")
+    if (low is not None or high is not None) and a.size:
+        lo, hi = a.min(), a.max()
+        if (low is not None and lo < low) or (high is not None and hi > high):
+            interval = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+            raise InputError(f"{name} must have entries in {interval}, got values in [{lo}, {hi}]")
     return a
+
+
+def integers(
+    value: object,
+    name: str,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    labels: str | None = None,
+    low: int | None = None,
+    high: int | None = None,
+    bound: str | None = None,
+) -> np.ndarray:
+    """An integer array (not bool, not float) with low <= entries < high, returned as it is.
+
+    `bound` names the exclusive upper end in the message, e.g. "K=4": "cluster must be integers in
+    [0, K=4), got values in [0, 5]".
+    """
+    a = _as_array(value, name)
+    top = bound if bound is not None else high
+    allowed = f"in [{low if low is not None else '-inf'}, {top if top is not None else 'inf'})"
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an array of integers {allowed}, got dtype {a.dtype}")
+    if ndim is not None and a.ndim not in (ndim if isinstance(ndim, tuple) else (ndim,)):
+        raise InputError(f"{name} must have shape {_shape_text(ndim, labels)}, got shape {a.shape}")
+    if a.size:
+        lo, hi = int(a.min()), int(a.max())
+        if (low is not None and lo < low) or (high is not None and hi >= high):
+            raise InputError(f"{name} must be integers {allowed}, got values in [{lo}, {hi}]")
+    return a
+
+
+def choice(value: object, name: str, options) -> object:
+    """`value` if it is one of `options` (strings, e.g. activation names), else an InputError listing them."""
+    allowed = ", ".join(repr(o) for o in sorted(options))
+    try:
+        known = isinstance(value, str) and value in options
+    except TypeError:  # unhashable
+        known = False
+    if not known:
+        raise InputError(f"{name} must be one of {allowed}; got {value!r}")
+    return value
+
+
+def generator(value: object, name: str = "rng") -> np.random.Generator:
+    """A NumPy `Generator` (np.random.default_rng(seed)); a seed or a legacy RandomState is a TypeError."""
+    if not isinstance(value, np.random.Generator):
+        kind = type(value).__name__
+        raise TypeError(f"{name} must be a numpy.random.Generator (np.random.default_rng(seed)), got {kind}")
+    return value
 
 
 def same_shape(name: str, a: np.ndarray, shape: tuple[int, ...], labels: str | None = None) -> None:
