@@ -265,7 +265,7 @@ def run_code() -> str:
 def stored_record(path: Path, config: dict, keep_stale: bool) -> tuple[dict | None, str]:
     """The stored record of `config` at `path` and "", or None and why not: "absent", "damaged (…)"
     (not JSON, not a record, another config) or "stale" (from other code, unless `keep_stale`).
-    Reads only: `_stored_run` acts on the answer."""
+    Reads only: `_set_aside` acts on the answer."""
     if not path.exists():
         return None, "absent"
     try:
@@ -279,10 +279,9 @@ def stored_record(path: Path, config: dict, keep_stale: bool) -> tuple[dict | No
     return record, ""
 
 
-def _stored_run(path: Path, config: dict, keep_stale: bool) -> dict | None:
-    """`stored_record`, with a damaged file named on stderr and moved aside to `*.corrupt`, and a
-    stale one named (it is recomputed)."""
-    record, problem = stored_record(path, config, keep_stale)
+def _set_aside(path: Path, problem: str) -> None:
+    """Act on `stored_record`'s answer before a run is trained: a damaged run file is named on stderr
+    and moved aside to `*.corrupt`, a stale one named (it is recomputed)."""
     if problem.startswith("damaged"):
         aside = path.with_name(path.name + ".corrupt")
         path.replace(aside)
@@ -293,7 +292,6 @@ def _stored_run(path: Path, config: dict, keep_stale: bool) -> dict | None:
             "(--keep-stale keeps it on purpose)",
             file=sys.stderr,
         )
-    return record
 
 
 def committed_runs(out: Path) -> dict[str, dict]:
@@ -360,11 +358,11 @@ def load_or_run(
     """The finished record of `config` from runs_dir or else the committed summaries (`committed_runs`),
     or run it now and store it atomically in runs_dir."""
     path = runs_dir / f"{run_key(config)}.json"
-    record = _stored_run(path, config, keep_stale)
-    if record is None:
-        record = committed_record(config, committed or {}, keep_stale)
+    record, problem = stored_record(path, config, keep_stale)
+    record = record or committed_record(config, committed or {}, keep_stale)
     if record is not None:
         return record, True
+    _set_aside(path, problem)
     record = run_one(config, progress) | {"code": run_code(), "versions": versions()}
     write_json_atomic(path, record)
     return record, False
