@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 import traceback
@@ -64,7 +65,13 @@ def run_verify(args: argparse.Namespace) -> int:
             start = time.perf_counter()
             records.extend(run_isolated(check, args.seed, args.tier))
             progress.step(f"{check.name} [{', '.join(check.claims)}] {time.perf_counter() - start:.1f} s")
-    mark_uncontrolled(records, {claim.upper() for c in checks if c.report_only for claim in c.claims})
+    report_only = {claim.upper() for c in checks if c.report_only for claim in c.claims}
+    for claim in mark_uncontrolled(records, report_only):
+        print(
+            f"python -m lab: claim {claim} has premise records and no negative control, so they read "
+            "uncontrolled (add a control, or register its check report_only=True)",
+            file=sys.stderr,
+        )
     report = markdown_report(records, args.tier, args.seed)
     print(report, end="")
     if args.markdown:
@@ -98,12 +105,15 @@ def run_isolated(check: registry.Check, seed: int, tier: str) -> list[Record]:
     return [
         Record(
             claim=claim,
+            key="error-" + re.sub(r"[^a-z0-9.-]+", "-", check.name.lower()),
             statement=failure,
             kind="premise",
             params={"check": check.name, "module": where.module, "package": where.package},
             measured=None,
             bound=None,
             verdict="not-applicable",
+            rule="judged",
+            reason="the check raised or returned a malformed record: no measurement",
             extra={"traceback": trace} if trace else {},
             problem="error",
         )
@@ -120,11 +130,15 @@ def error_message(check: registry.Check, exc: Exception) -> str:
     return f"{head} raised {type(exc).__name__}: {first}"
 
 
-def mark_uncontrolled(records: Iterable[Record], report_only: set[str]) -> None:
+def mark_uncontrolled(records: Iterable[Record], report_only: set[str]) -> list[str]:
     """Mark `uncontrolled` the premise records read as expected (`pass`, `finding`) of the claims with
-    no negative-control record and no `report_only` check; a failing premise keeps its own outcome."""
+    no negative-control record and no `report_only` check (a failing premise keeps its own outcome);
+    the claims marked, in order."""
     records = list(records)
     controlled = {r.claim.upper() for r in records if r.kind == "negative-control"} | report_only
+    marked: dict[str, None] = {}
     for record in records:
         if record.kind == "premise" and record.ok and record.claim.upper() not in controlled:
             record.problem = "uncontrolled"
+            marked[record.claim] = None
+    return list(marked)

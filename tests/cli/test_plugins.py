@@ -150,7 +150,7 @@ def test_a_plugin_that_cannot_be_imported_leaves_the_others_running(install_plug
 
 @pytest.mark.parametrize("report_only, outcome, status", [(False, "uncontrolled", 1), (True, "pass", 0)])
 def test_a_premise_without_a_negative_control_is_uncontrolled(
-    report_only, outcome, status, install_plugin, tmp_path
+    report_only, outcome, status, install_plugin, tmp_path, capsys
 ):
     install_plugin(
         "lonely-plugin",
@@ -161,12 +161,14 @@ def test_a_premise_without_a_negative_control_is_uncontrolled(
     code, records, md = _verify(tmp_path, "S8")
     assert code == status and [r["outcome"] for r in records] == [outcome]
     assert f"| S8 | premise | s | - | 0 | 1 | - | holds | - | {outcome} |" in md.read_text()
+    said = "python -m lab: claim S8 has premise records and no negative control, so they read uncontrolled"
+    assert (said in _stderr_line(capsys)) != report_only
 
 
 def test_a_failing_premise_without_a_control_keeps_its_outcome():
     kinds = (("premise", "holds"), ("premise", "violated"), ("report", "not-applicable"))
     records = [_record(kind, verdict) for kind, verdict in kinds]
-    mark_uncontrolled(records, set())
+    assert mark_uncontrolled(records, set()) == ["S9"]
     assert [r.outcome for r in records] == ["uncontrolled", "FAIL", "report"]
 
 
