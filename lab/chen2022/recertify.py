@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,8 +70,17 @@ def first_difference(stored: dict, rerun: dict) -> str | None:
     return None
 
 
-def recertify(configs: list[dict], out: Path, sample: int, progress: bool = False) -> Recertified:
-    """Rerun `sample` stale runs of `configs` stored under `out`; re-stamp all if they are identical."""
+def recertify(
+    configs: list[dict],
+    out: Path,
+    sample: int,
+    progress: bool = False,
+    prepare: Callable[[list[dict]], object] = lambda configs: None,
+) -> Recertified:
+    """Rerun `sample` stale runs of `configs` stored under `out`; re-stamp all if they are identical.
+
+    `prepare(sampled configs)` runs first: the CLI compiles their kernels in a child process there,
+    so the reruns load them from the cache as every `replicate` run does (`lab.cli.kernel_cache`)."""
     if not isinstance(sample, int) or sample < 1:
         raise ValueError(f"sample must be an integer >= 1, got {sample!r}")
     code = chen.run_code()
@@ -84,6 +94,7 @@ def recertify(configs: list[dict], out: Path, sample: int, progress: bool = Fals
             stored[key] = (config, record)
     found = Recertified(stale=len(stored))
     found.sampled = random.Random(RECERTIFY_SEED).sample(sorted(stored), min(sample, len(stored)))
+    prepare([stored[key][0] for key in found.sampled])
     for key in found.sampled:
         config, record = stored[key]
         rerun = chen.run_one(config, progress)

@@ -96,7 +96,8 @@ def run_replicate(args: argparse.Namespace) -> int:
     if getattr(args, "recertify", None):
         from lab.chen2022.recertify import recertify
 
-        found = recertify(list(configs.values()), Path(args.out), args.recertify, not args.quiet)
+        out, progress = Path(args.out), not args.quiet
+        found = recertify(list(configs.values()), out, args.recertify, progress, compile_in_child)
         print(found.line(chen.run_code()))
         return 1 if found.differ else 0
     committed = chen.committed_runs(Path(args.out)) if configs else {}
