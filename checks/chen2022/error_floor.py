@@ -38,28 +38,37 @@ from lab.kernels.activations import ACTIVATIONS
 SIZES = {"quick": {"orbit": 2_000, "error": 20_000}, "full": {"orbit": 20_000, "error": 100_000}}
 SETTING_3 = DataConfig(alpha=UniformRange(0.5, 2.0), gamma=UniformRange(0.5, 2.0))
 TABLE_7 = DataConfig(alpha=UniformRange(1.0, 2.0), beta=UniformRange(1.0, 2.0), gamma=UniformRange(1.0, 2.0))
+# each setting under (record key, label of its statement)
 EQUAL_STRENGTHS = {
-    "setting 3: α, γ ~ U(0.5, 2)": SETTING_3,
-    "Table 7: α, γ ~ U(1, 2)": TABLE_7,
-    "setting 4: α, γ ~ U(0.5, 2), σ_p = 2": replace(SETTING_3, sigma_p=2.0),
+    ("setting-3", "setting 3: α, γ ~ U(0.5, 2)"): SETTING_3,
+    ("table-7", "Table 7: α, γ ~ U(1, 2)"): TABLE_7,
+    ("setting-4", "setting 4: α, γ ~ U(0.5, 2), σ_p = 2"): replace(SETTING_3, sigma_p=2.0),
 }
 FULL_ONLY = {
-    "K = 3, P = 6, d = 24, α, γ ~ U(0.5, 3)": DataConfig(
+    ("k3-p6-d24", "K = 3, P = 6, d = 24, α, γ ~ U(0.5, 3)"): DataConfig(
         K=3, P=6, d=24, alpha=UniformRange(0.5, 3.0), gamma=UniformRange(0.5, 3.0)
     ),
 }
 PARTIAL_OVERLAP = {
-    "setting 1: α ~ U(0.5, 2), γ ~ U(0.5, 3)": DataConfig(),
-    "α ~ U(1, 2), γ ~ U(1.5, 2.5)": DataConfig(alpha=UniformRange(1.0, 2.0), gamma=UniformRange(1.5, 2.5)),
+    ("setting-1", "setting 1: α ~ U(0.5, 2), γ ~ U(0.5, 3)"): DataConfig(),
+    ("gamma-above", "α ~ U(1, 2), γ ~ U(1.5, 2.5)"): DataConfig(
+        alpha=UniformRange(1.0, 2.0), gamma=UniformRange(1.5, 2.5)
+    ),
 }
 DISJOINT = DataConfig(alpha=UniformRange(2.0, 3.0), gamma=UniformRange(0.5, 1.0))
 WITNESS_IN_WORDS = (
     "aligned-patch lookup: feature patch +t·v_i → i + ½, −t·v_i → 0, centre β·c_i → −i, noise → 0; "
     "F = ½ > 0 for y = +1, and for y = −1 F = −k < 0 unless the feature noise is +γv_k' with k' > k"
 )
+ATTAINMENT_LEGEND = {  # what each value of the attainment record's extra is
+    "exact_witness_error": "exact witness error (enumerated (k, k', y, ε))",
+    "relu_witness_error": "ReLU CNN witness (4K filters) error, with its CI relu_witness_ci",
+    "search_error": "coordinate-descent search over aligned lookups, held-out error, with its CI search_ci",
+    "search_table": "search table (rows v_1..v_K, c_1..c_K; bins split at search_edges)",
+}
 
 
-def _equal_strength_configs(tier: str) -> dict[str, DataConfig]:
+def _equal_strength_configs(tier: str) -> dict[tuple[str, str], DataConfig]:
     return {**EQUAL_STRENGTHS, **(FULL_ONLY if tier == "full" else {})}
 
 
@@ -94,7 +103,7 @@ def candidate_functions(config: DataConfig, signals, rng: np.random.Generator) -
 
 
 def floor_record(
-    *, kind: str, statement: str, params: dict, estimate: ErrorEstimate, bound: float, **fields
+    *, key: str, kind: str, statement: str, params: dict, estimate: ErrorEstimate, bound: float, **fields
 ) -> Record:
     """Record for `error ≥ bound`: "violated" only if the CI's upper end lies below the bound.
 
@@ -102,6 +111,7 @@ def floor_record(
     """
     return Record(
         claim="B2",
+        key=key,
         statement=statement,
         kind=kind,
         params={**params, "n": estimate.n, "level": estimate.level},
@@ -109,6 +119,7 @@ def floor_record(
         bound=bound,
         ci=estimate.ci,
         verdict="violated" if estimate.ci[1] < bound else "holds",
+        rule="not-below",
         slack=slack_ratio(estimate.rate, bound) if bound > 0 else None,
         **fields,
     )
@@ -139,31 +150,33 @@ def check_orbit_identity(seed: int, tier: str) -> list[Record]:
     records = [
         upper_bound_record(
             claim="B1",
+            key="additive",
             statement="orbit margins of App. B sum to 0 for every patch-additive F (max relative residual)",
             kind="premise",
             params={**params, "functions": len(worst)},
             measured=max(worst.values()),
             bound=allowance,
             seconds=time.perf_counter() - start,
-            extra={"max residual per f": worst},
+            extra={"max_residual_per_f": worst},
         )
     ]
     controls = {
-        "product over patches Π_p f(x⁽ᵖ⁾), f = random tanh CNN": PatchProduct(
+        ("control-product", "product over patches Π_p f(x⁽ᵖ⁾), f = random tanh CNN"): PatchProduct(
             random_cnn(rng, signals, 8, "tanh")
         ),
-        "routed MoE π_m f_m (M = 4, J = 8, cubic, Gaussian Θ)": RoutedMoE(
+        ("control-routed-moe", "routed MoE π_m f_m (M = 4, J = 8, cubic, Gaussian Θ)"): RoutedMoE(
             MoEParams(
                 rng.standard_normal((config.d, 4)), rng.standard_normal((4, 8, config.d)) / np.sqrt(config.d)
             )
         ),
     }
-    for name, F in controls.items():
+    for (key, name), F in controls.items():
         start = time.perf_counter()
         residual = orbit_residual(F, orb)
         records.append(
             upper_bound_record(
                 claim="B1",
+                key=key,
                 statement=f"non-additive F breaks the orbit identity: {name}",
                 kind="negative-control",
                 params=params,
@@ -171,8 +184,8 @@ def check_orbit_identity(seed: int, tier: str) -> list[Record]:
                 bound=allowance,
                 seconds=time.perf_counter() - start,
                 extra={
-                    "median residual": float(np.median(residual)),
-                    "fraction of orbits above allowance": float(np.mean(residual > allowance)),
+                    "median_residual": float(np.median(residual)),
+                    "fraction_above_allowance": float(np.mean(residual > allowance)),
                 },
             )
         )
@@ -184,7 +197,7 @@ def check_error_floor(seed: int, tier: str) -> list[Record]:
     """B2: P(yF ≤ 0) ≥ 1/8 for every f tried when D_α = D_γ; D_α ≠ D_γ must be caught."""
     records = []
     n = SIZES[tier]["error"]
-    for index, (label, config) in enumerate(_equal_strength_configs(tier).items()):
+    for index, ((key, label), config) in enumerate(_equal_strength_configs(tier).items()):
         start = time.perf_counter()
         rng = np.random.default_rng([seed, index])
         signals = make_signals(config, rng)
@@ -193,6 +206,7 @@ def check_error_floor(seed: int, tier: str) -> list[Record]:
         best, estimate, rates = _smallest_error(functions, data)
         records.append(
             floor_record(
+                key=f"floor-{key}",
                 kind="premise",
                 statement=f"every patch-additive F errs ≥ 1/8 ({label}; smallest error over the f tried)",
                 params={**_describe(config), "functions": len(functions)},
@@ -200,7 +214,7 @@ def check_error_floor(seed: int, tier: str) -> list[Record]:
                 bound=FLOOR,
                 seconds=time.perf_counter() - start,
                 note=f"smallest error: {best}; CI Bonferroni-corrected over {len(functions)} f",
-                extra={"error per f": rates},
+                extra={"error_per_f": rates},
             )
         )
     start = time.perf_counter()
@@ -209,6 +223,7 @@ def check_error_floor(seed: int, tier: str) -> list[Record]:
     estimate = error_rate(PatchAdditive(feature_sum(signals)), sample(DISJOINT, signals, n, rng))
     records.append(
         floor_record(
+            key="control-disjoint",
             kind="negative-control",
             statement="D_α ≠ D_γ (α ~ U(2, 3), γ ~ U(0.5, 1)): a linear CNN beats 1/8, floor not applicable",
             params=_describe(DISJOINT),
@@ -216,19 +231,20 @@ def check_error_floor(seed: int, tier: str) -> list[Record]:
             bound=FLOOR,
             seconds=time.perf_counter() - start,
             note="premise D_α = D_γ broken; the orbit floor ω/8 is 0 here",
-            extra={"orbit floor ω/8": orbit_floor(DISJOINT.alpha, DISJOINT.gamma)},
+            extra={"orbit_floor": orbit_floor(DISJOINT.alpha, DISJOINT.gamma)},
         )
     )
     return records
 
 
 def _attainment_record(
-    kind: str, statement: str, params: dict, estimate: ErrorEstimate, target: float, **fields
+    key: str, kind: str, statement: str, params: dict, estimate: ErrorEstimate, target: float, **fields
 ):
     """Attainment `error = target`: holds iff the CI contains the target."""
     lo, hi = estimate.ci
     return Record(
         claim="B2",
+        key=key,
         statement=statement,
         kind=kind,
         params={**params, "n": estimate.n, "level": estimate.level},
@@ -236,6 +252,7 @@ def _attainment_record(
         bound=target,
         ci=estimate.ci,
         verdict="holds" if lo <= target <= hi else "violated",
+        rule="equal",
         **fields,
     )
 
@@ -257,6 +274,7 @@ def check_floor_attainment(seed: int, tier: str) -> list[Record]:
     found = error_rate(PatchAdditive(searched), data)
     return [
         _attainment_record(
+            "attained",
             "premise",
             "1/8 is attained (Table 7's 87.5 % optimum): the constructed witness has error 1/8",
             params,
@@ -265,16 +283,18 @@ def check_floor_attainment(seed: int, tier: str) -> list[Record]:
             seconds=time.perf_counter() - start,
             note=f"witness: {WITNESS_IN_WORDS}",
             extra={
-                "exact witness error (enumerated (k, k', y, ε))": enumerated_error(witness, config, signals),
-                "ReLU CNN witness (4K = 16 filters) error": cnn.rate,
-                "ReLU CNN witness CI": list(cnn.ci),
-                "coordinate-descent search over aligned lookups, held-out error": found.rate,
-                "search CI": list(found.ci),
-                "search table (rows v_1..v_K, c_1..c_K; bins split at edges)": searched.table,
-                "search edges": searched.edges,
+                "exact_witness_error": enumerated_error(witness, config, signals),
+                "relu_witness_error": cnn.rate,
+                "relu_witness_ci": list(cnn.ci),
+                "search_error": found.rate,
+                "search_ci": list(found.ci),
+                "search_table": searched.table,
+                "search_edges": searched.edges,
+                "legend": ATTAINMENT_LEGEND,
             },
         ),
         _attainment_record(
+            "control-attained-linear-cnn",
             "negative-control",
             "attainment test on the linear CNN Σ_k⟨v_k, z⟩ (error 1/4) must reject attainment",
             params,
@@ -288,7 +308,7 @@ def check_floor_attainment(seed: int, tier: str) -> list[Record]:
 def check_partial_overlap(seed: int, tier: str) -> list[Record]:
     """B2 beyond D_α = D_γ: the orbit floor ω/8 holds and is attained; 1/8 and a marginal guess fail."""
     records = []
-    for index, (label, config) in enumerate(PARTIAL_OVERLAP.items()):
+    for index, ((key, label), config) in enumerate(PARTIAL_OVERLAP.items()):
         start = time.perf_counter()
         rng = np.random.default_rng([seed, index])
         signals = make_signals(config, rng)
@@ -300,6 +320,7 @@ def check_partial_overlap(seed: int, tier: str) -> list[Record]:
         attained = witness.ci[0] <= floor <= witness.ci[1]
         records.append(
             floor_record(
+                key=f"partial-{key}",
                 kind="premise",
                 statement=f"partial overlap ({label}): every F errs ≥ ω/8 = {floor:.4g}",
                 params={**_describe(config), "functions": len(functions)},
@@ -308,20 +329,22 @@ def check_partial_overlap(seed: int, tier: str) -> list[Record]:
                 seconds=time.perf_counter() - start,
                 note=f"smallest error: {best}; witness {'attains' if attained else 'does NOT attain'} ω/8",
                 extra={
-                    "overlap mass ω": 8 * floor,
-                    "witness error": witness.rate,
-                    "witness CI": list(witness.ci),
+                    "overlap_mass": 8 * floor,
+                    "witness_error": witness.rate,
+                    "witness_ci": list(witness.ci),
                 },
             )
         )
+        marginal = _marginal_overlap(config.alpha, config.gamma) / 8
         guesses = {
-            "Theorem 4.1's 1/8": FLOOR,
-            "the marginal-overlap guess ∫min(p_α, p_γ)/8": _marginal_overlap(config.alpha, config.gamma) / 8,
+            ("one-eighth", "Theorem 4.1's 1/8"): FLOOR,
+            ("marginal-overlap", "the marginal-overlap guess ∫min(p_α, p_γ)/8"): marginal,
         }
-        for name, bound in guesses.items():
+        for (guess, name), bound in guesses.items():
             if bound > floor:  # a claimed floor above ω/8 must be refuted by the witness
                 records.append(
                     floor_record(
+                        key=f"control-{key}-{guess}",
                         kind="negative-control",
                         statement=f"partial overlap ({label}): {name} = {bound:.4g} must fail",
                         params=_describe(config),

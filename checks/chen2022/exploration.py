@@ -94,6 +94,7 @@ def verify_exploration(seed: int, tier: str) -> list[Record]:
     records = [
         upper_bound_record(
             claim="B10",
+            key="lemma-e4",
             statement="Lemma E.4: max_m |p_m − 1/M| ≤ M²‖h‖∞ along the run",
             kind="premise",
             params=params,
@@ -104,6 +105,7 @@ def verify_exploration(seed: int, tier: str) -> list[Record]:
         ),
         upper_bound_record(
             claim="B10",
+            key="sharpened",
             statement="sharpened: max_m |p_m − 1/M| ≤ κ(max h − min h) along the run",
             kind="premise",
             params=params,
@@ -112,14 +114,15 @@ def verify_exploration(seed: int, tier: str) -> list[Record]:
             note="p(c·1) = 1/M and ‖h − c·1‖∞ = (max h − min h)/2 at the midrange c, then the 2κ bound",
         ),
     ]
-    for label, router in (
-        ("plain argmax (no noise)", plain_argmax),
-        ("r_0 ~ Unif[0, 1/2]", mixed_uniform_router(0.5)),
+    for key, label, router in (
+        ("control-plain-argmax", "plain argmax (no noise)", plain_argmax),
+        ("control-mixed-uniform", "r_0 ~ Unif[0, 1/2]", mixed_uniform_router(0.5)),
     ):
         paper, _, dev = uniformity_ratios(router, history, PAPER_NOISE.kappa)
         records.append(
             upper_bound_record(
                 claim="B10",
+                key=key,
                 statement=f"Lemma E.4 along the same run under {label}",
                 kind="negative-control",
                 params={**params, "router": label},

@@ -35,11 +35,12 @@ def _instances(tier: str, quick: int) -> int:
     return quick if tier == "quick" else 4 * quick
 
 
-def _rate_record(statement: str, kind: str, params: dict, ratios: np.ndarray, **fields) -> Record:
+def _rate_record(key: str, statement: str, kind: str, params: dict, ratios: np.ndarray, **fields) -> Record:
     """P(the lemma's event fails) ≤ δ, failures = instances with ratio > 1, judged by the CP upper end."""
     failures, trials = int((ratios > 1).sum()), ratios.size
     return upper_bound_record(
         claim=CLAIM,
+        key=key,
         statement=statement,
         kind=kind,
         params={**params, "instances": trials, "delta": DELTA, "level": LEVEL},
@@ -78,6 +79,7 @@ def verify_d1(seed: int, tier: str) -> list[Record]:
     )
     return [
         _rate_record(
+            "d1",
             "Lemma D.1: P(a sum of (D.1)–(D.3) leaves its Hoeffding radius) ≤ δ",
             "premise",
             params,
@@ -85,6 +87,7 @@ def verify_d1(seed: int, tier: str) -> list[Record]:
             note=note,
         ),
         _rate_record(
+            "control-d1-labels-all-positive",
             "Lemma D.1 with every label y = +1 (labels not independent of β)",
             "negative-control",
             {**params, "labels": "all +1"},
@@ -116,6 +119,7 @@ def verify_d2(seed: int, tier: str) -> list[Record]:
     )
     return [
         _rate_record(
+            "d2",
             "Lemma D.2: P(‖ξ‖² > 2σ_p² or an inner product of ξ beyond its Bernstein bound) ≤ δ",
             "premise",
             params,
@@ -123,6 +127,7 @@ def verify_d2(seed: int, tier: str) -> list[Record]:
             note="d = 100 is 9 times log(4nP/δ), the lemma's d = Ω(log(4nP/δ))",
         ),
         _rate_record(
+            "control-d2-unscaled-noise",
             "Lemma D.2 with noise of per-coordinate variance σ_p² (N(0, σ_p²/d) misread)",
             "negative-control",
             {**params, "noise": "N(0, σ_p² I)"},
@@ -150,9 +155,14 @@ def verify_d5(seed: int, tier: str) -> list[Record]:
 
     return [
         _rate_record(
-            "Lemma D.5: P(some |⟨w⁽⁰⁾, v⟩| > σ0‖v‖√(2 log(2N/δ))) ≤ δ", "premise", params, ratios(SIGMA0)
+            "d5",
+            "Lemma D.5: P(some |⟨w⁽⁰⁾, v⟩| > σ0‖v‖√(2 log(2N/δ))) ≤ δ",
+            "premise",
+            params,
+            ratios(SIGMA0),
         ),
         _rate_record(
+            "control-d5-init-scale",
             "Lemma D.5 with W⁽⁰⁾ drawn at scale 3σ0",
             "negative-control",
             {**params, "init_scale": 3 * SIGMA0},
@@ -187,6 +197,7 @@ def verify_e2(seed: int, tier: str) -> list[Record]:
             control = proof_lemmas.route_concentration_ratios(a, b, P_route, shared, DELTA)
     return [
         _rate_record(
+            "e2",
             "Lemma E.2: P(a routed gradient projection leaves its Hoeffding radius over routes) ≤ δ",
             "premise",
             {**params, "theta_scales": [0.0, 0.3]},
@@ -194,6 +205,7 @@ def verify_e2(seed: int, tier: str) -> list[Record]:
             note="expectation from exact routing probabilities; ranges from each sample's terms",
         ),
         _rate_record(
+            "control-e2-shared-noise",
             "Lemma E.2 with one noise draw shared by every sample (routes not independent)",
             "negative-control",
             {**params, "theta_scales": [0.0], "noise": "shared over samples"},
@@ -227,6 +239,7 @@ def verify_e10(seed: int, tier: str) -> list[Record]:
     return [
         _ratio_record(
             floor=True,
+            key="e10",
             statement="Lemma E.10: π_{m_{i,t}}(x_i) ≥ 1/(eM) for every route Unif[0, 1] noise can draw",
             kind="premise",
             params=params,
@@ -235,6 +248,7 @@ def verify_e10(seed: int, tier: str) -> list[Record]:
         ),
         _ratio_record(
             floor=True,
+            key="control-e10-wide-noise",
             statement="Lemma E.10 with Unif[0, 3] routing noise (Lemma C.4's width 1 broken)",
             kind="negative-control",
             params={**params, "noise": repr(wide)},
@@ -254,6 +268,7 @@ def verify_e11(seed: int, tier: str) -> list[Record]:
     exact = {**params, "rtol": ROUND_OFF}
     return [
         _ratio_record(
+            key="e11-gate",
             statement="Lemma E.11: |π_m(x) − π_m(x̄)| ≤ ‖h(x) − h(x̄)‖∞ / 2 (the sharp softmax constant)",
             kind="premise",
             params=exact,
@@ -262,6 +277,7 @@ def verify_e11(seed: int, tier: str) -> list[Record]:
             note="the lemma states O(δ_Θ); 1/2 = max Σ_j |∂π_m/∂h_j| is the lab's explicit constant",
         ),
         _ratio_record(
+            key="e11-routing",
             statement="Lemma E.11: |P(m | x) − P(m | x̄)| ≤ M²‖h(x) − h(x̄)‖∞ (exact p, Unif[0, 1] noise)",
             kind="premise",
             params=exact,
@@ -269,12 +285,14 @@ def verify_e11(seed: int, tier: str) -> list[Record]:
             rtol=ROUND_OFF,
         ),
         _ratio_record(
+            key="control-e11-gate-temperature",
             statement="Lemma E.11's gate bound for the gate softmax(10h) (a mutated temperature)",
             kind="negative-control",
             params={**params, "temperature": 0.1},
             measured=hot_gates,
         ),
         _ratio_record(
+            key="control-e11-narrow-noise",
             statement="Lemma E.11's routing bound with Unif[0, 10⁻⁴] noise (density 10⁴ > 1)",
             kind="negative-control",
             params={**params, "noise": repr(narrow)},
@@ -290,6 +308,7 @@ def verify_e15(seed: int, tier: str) -> list[Record]:
     measured = proof_lemmas.pair_gate_ratio(h)
     return [
         _ratio_record(
+            key="e15",
             statement="Lemma E.15: |π_m − π_m′| ≤ 2|h_m − h_m′| for every pair of experts",
             kind="premise",
             params={**params, "rtol": ROUND_OFF},
@@ -299,6 +318,7 @@ def verify_e15(seed: int, tier: str) -> list[Record]:
             extra={"sharp_constant_ratio": 4 * measured},
         ),
         _ratio_record(
+            key="control-e15-temperature",
             statement="Lemma E.15 for the gate softmax(10h) (a mutated temperature)",
             kind="negative-control",
             params={**params, "temperature": 0.1},
@@ -335,6 +355,7 @@ def verify_f1(seed: int, tier: str) -> list[Record]:
     bad, bad_ci, bad_extra = worst(100.0)
     return [
         _ratio_record(
+            key="f1",
             statement="Lemma F.1: P(a⁽²⁾ ≥ (1 − G)a⁽¹⁾) / (GM²) ≤ 1 in every cell (M, G)",
             kind="premise",
             params=params,
@@ -343,6 +364,7 @@ def verify_f1(seed: int, tier: str) -> list[Record]:
             extra=extra,
         ),
         _ratio_record(
+            key="control-f1-common-factor",
             statement="Lemma F.1 for a_m = 100z + N(0, 1) with a common z (not independent)",
             kind="negative-control",
             params={**params, "common_factor": 100.0},
@@ -380,6 +402,7 @@ def verify_f2(seed: int, tier: str) -> list[Record]:
     }
     return [
         _ratio_record(
+            key="f2",
             statement="Lemma F.2: y < (1 + G)y0/(G − ε) while x < A, from x0 = S(1 + G)y0",
             kind="premise",
             params=params,
@@ -387,6 +410,7 @@ def verify_f2(seed: int, tier: str) -> list[Record]:
             note="ε = max ηC_t x_t before x reaches A; the lemma states O(y0/G)",
         ),
         _ratio_record(
+            key="control-f2-low-start",
             statement="Lemma F.2 from x0 = S(1 + G)y0/4 (its premise x0 ≥ S(1 + G)y0 broken)",
             kind="negative-control",
             params={**params, "x0": "S(1 + G)y0/4"},
@@ -432,6 +456,7 @@ def verify_lemma_5_2(seed: int, tier: str) -> list[Record]:
     return [
         lower_bound_record(
             claim=CLAIM,
+            key="lemma-5-2",
             statement="Lemma 5.2: P(every m ∈ M_k errs ≤ 1/d on Ω_k at T1) ≥ 1/2 (1 − o(1) at its weakest)",
             kind="premise",
             params=params,
@@ -444,6 +469,7 @@ def verify_lemma_5_2(seed: int, tier: str) -> list[Record]:
         ),
         lower_bound_record(
             claim=CLAIM,
+            key="control-lemma-5-2-untrained",
             statement="Lemma 5.2 for untrained experts (W⁽ᵀ¹⁾ = W⁽⁰⁾)",
             kind="negative-control",
             params={**params, "runs": len(untrained), "steps": 0},

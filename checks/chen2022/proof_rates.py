@@ -127,6 +127,12 @@ def _reading(slope: float | None, ci: tuple[float, float] | None, stated: float,
     return "consistent with the stated rate (the interval contains it)"
 
 
+def _key(lemma: str, quantity: str) -> str:
+    """A record key from the lemma and the quantity's name: ("E.3", "h_inf_T1") -> "e3-h-inf-t1"."""
+    prefix, name = lemma.replace(".", "").lower(), quantity.replace("_", "-").lower()
+    return name if name.startswith(f"{prefix}-") else f"{prefix}-{name}"
+
+
 def _reports(xs, rows, table, axis: str, category: str, params: dict) -> list[Record]:
     """One report per quantity of `table`: its fitted exponent along `axis`, the stated one as bound."""
     records = []
@@ -136,6 +142,7 @@ def _reports(xs, rows, table, axis: str, category: str, params: dict) -> list[Re
         records.append(
             report_record(
                 claim=CLAIM,
+                key=_key(lemma, key),
                 statement=f"Lemma {lemma}: {statement}; exponent along {axis}",
                 category=category,
                 params={**params, "runs_fitted": used},
@@ -172,6 +179,7 @@ def verify_exploration_rates(seed: int, tier: str) -> list[Record]:
     growth = np.array([r["growth_ratio"] for r in rows])
     e7 = report_record(
         claim=CLAIM,
+        key="e7",
         statement="Lemma E.7: T⁽ᵐ⁾ (first ‖∇_{W_m} L‖_F ≥ σ0^1.8) < 0.01·T1 for every expert; their share",
         category="rate",
         params=params,
@@ -186,6 +194,7 @@ def verify_exploration_rates(seed: int, tier: str) -> list[Record]:
     )
     e8 = report_record(
         claim=CLAIM,
+        key="e8",
         statement="Lemma E.8: ⟨w_{m,j*}, v_{k*}⟩ ≥ (1 − σ0^0.1)ηt for T1/2 ≤ t < T1; the least ratio to ηt",
         category="rate",
         params=params,
@@ -209,6 +218,7 @@ def verify_undecidable_steps(seed: int, tier: str) -> list[Record]:
     gaps = np.array([r["min_center_gap_T1"] for r in rows])
     e18 = report_record(
         claim=CLAIM,
+        key="e18",
         statement="Lemma E.18: at T2 every m ∉ M_k trails the best ⟨θ_m′, c_k⟩ by Ω(K⁻¹M⁻⁹) (read at T1)",
         category="undecidable",
         params=params,
@@ -230,6 +240,7 @@ def _empty_stage(sigma0s, params: dict, category: str) -> list[Record]:
     return [
         report_record(
             claim=CLAIM,
+            key=_key(lemma, "empty_stage"),
             statement=f"Lemma {lemma}: {statement}",
             category=category,
             params=params,

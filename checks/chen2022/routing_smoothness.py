@@ -125,10 +125,11 @@ def _examples(tier: str, quick: int, full: int) -> int:
 # ---------------------------------------------------------------- B4: Lemma 5.1 / C.1
 
 
-def _lipschitz_record(noise_name, kappa, best, kind, examples, statement, extra=None) -> Record:
+def _lipschitz_record(key, noise_name, kappa, best, kind, examples, statement, extra=None) -> Record:
     value, worst = best["paper"]
     return upper_bound_record(
         claim="B4",
+        key=key,
         statement=statement,
         kind=kind,
         params={"noise": noise_name, "kappa": kappa, "examples": examples, "M": "2..64"},
@@ -156,6 +157,7 @@ def verify_lipschitz(seed: int, tier: str) -> list[Record]:
         )
         records.append(
             _lipschitz_record(
+                f"lemma-c1-{noise.name}",
                 repr(noise),
                 noise.kappa,
                 best,
@@ -174,6 +176,7 @@ def verify_lipschitz(seed: int, tier: str) -> list[Record]:
     records.append(
         upper_bound_record(
             claim="B4",
+            key="sharpened",
             statement="sharpened (lab's proof): ‖Δp‖∞ ≤ 2κ‖Δh‖∞ for every M",
             kind="premise",
             params={"families": [repr(n) for n in FAMILIES], "examples": examples, "M_searched": Ms},
@@ -187,6 +190,7 @@ def verify_lipschitz(seed: int, tier: str) -> list[Record]:
     records.append(
         upper_bound_record(
             claim="B4",
+            key="tightness",
             statement="tightness: the search reaches L* = 2κ (uniform) and eκ/2 (Gumbel) at every M",
             kind="premise",
             params={"M_searched": Ms, "starts": starts},
@@ -199,16 +203,23 @@ def verify_lipschitz(seed: int, tier: str) -> list[Record]:
     # negative controls: routing without smoothing noise, judged with the paper's Unif[0, 1] constant
     by_width = {str(w): float(local_constant(np.zeros(2), Uniform(0.0, w))) for w in (1.0, 1e-2, 1e-4, 1e-6)}
     mutants = (
-        ("plain argmax (no noise)", plain_argmax, {}),
-        ("Unif[0, 1e-6] (vanishing width)", exact_router(Uniform(0.0, 1e-6)), {"L_star_by_width": by_width}),
+        ("control-plain-argmax", "plain argmax (no noise)", plain_argmax, {}),
+        (
+            "control-vanishing-width",
+            "Unif[0, 1e-6] (vanishing width)",
+            exact_router(Uniform(0.0, 1e-6)),
+            {"L_star_by_width": by_width},
+        ),
     )
-    for i, (label, router, extra) in enumerate(mutants):
+    for i, (key, label, router, extra) in enumerate(mutants):
         best = hypothesis_maximum(
             _pair_scores(router, PAPER_NOISE.kappa), gate_pairs(), examples, seed + 10 + i, tie_pairs()
         )
         statement = f"Lemma 5.1 with κ = 1 under {label}"
         records.append(
-            _lipschitz_record(label, PAPER_NOISE.kappa, best, "negative-control", examples, statement, extra)
+            _lipschitz_record(
+                key, label, PAPER_NOISE.kappa, best, "negative-control", examples, statement, extra
+            )
         )
     return records
 
@@ -234,6 +245,7 @@ def verify_swap(seed: int, tier: str) -> list[Record]:
         records.append(
             upper_bound_record(
                 claim="B5",
+                key=f"lemma-c3-{noise.name}",
                 statement=f"Lemma C.3, {noise_label(noise)}: |p_m − p_m'| ≤ κM²|h_m − h_m'|",
                 kind="premise",
                 params={"noise": repr(noise), "kappa": noise.kappa, "examples": examples},
@@ -246,6 +258,7 @@ def verify_swap(seed: int, tier: str) -> list[Record]:
     records.append(
         upper_bound_record(
             claim="B5",
+            key="sharpened",
             statement="sharpened: |p_m − p_m'| ≤ 2κ|h_m − h_m'| for every M",
             kind="premise",
             params={"families": [repr(n) for n in FAMILIES], "examples": examples},
@@ -256,10 +269,15 @@ def verify_swap(seed: int, tier: str) -> list[Record]:
         )
     )
     mutants = (  # κ: the paper's 1, and the largest density bound (2) of the non-identical noises
-        ("plain argmax (no noise)", plain_argmax, 1.0),
-        ("non-identical noise: r_0 ~ Unif[0, 1/2]", mixed_uniform_router(0.5), 2.0),
+        ("control-plain-argmax", "plain argmax (no noise)", plain_argmax, 1.0),
+        (
+            "control-non-identical-noise",
+            "non-identical noise: r_0 ~ Unif[0, 1/2]",
+            mixed_uniform_router(0.5),
+            2.0,
+        ),
     )
-    for i, (label, router, kappa) in enumerate(mutants):
+    for i, (key, label, router, kappa) in enumerate(mutants):
         best = hypothesis_maximum(
             _swap_scores(router, kappa), gate_vectors(scale=1.0), examples, seed + 10 + i, tie_vectors()
         )
@@ -267,6 +285,7 @@ def verify_swap(seed: int, tier: str) -> list[Record]:
         records.append(
             upper_bound_record(
                 claim="B5",
+                key=key,
                 statement=f"Lemma C.3 with κ = {kappa:g} under {label}",
                 kind="negative-control",
                 params={"router": label, "kappa": kappa, "examples": examples},
@@ -318,12 +337,14 @@ def verify_no_route_beyond_width(seed: int, tier: str) -> list[Record]:
     records = [
         Record(
             claim="B6",
+            key="exact-p",
             statement="Lemma C.4: h_m ≤ max h − (b − a) ⇒ p_m = 0 exactly (exact p)",
             kind="premise",
             params={"noises": [repr(n) for n in uniforms], "examples_per_noise": examples, "M": "2..64"},
             measured=worst,
             bound=0.0,
             verdict="holds" if worst == 0.0 else "violated",
+            rule="upper",
             extra={"experts_checked": checked, "exactly_at_gap": at_gap},
         )
     ]
@@ -331,6 +352,7 @@ def verify_no_route_beyond_width(seed: int, tier: str) -> list[Record]:
     records.append(
         Record(
             claim="B6",
+            key="kernel",
             statement="Lemma C.4 in the perturbed-argmax kernel: no draw routes to a gap ≥ 1",
             kind="premise",
             params={"h": GAPPED_H, "noise": repr(PAPER_NOISE), "draws": draws, "level": 0.99},
@@ -338,6 +360,7 @@ def verify_no_route_beyond_width(seed: int, tier: str) -> list[Record]:
             bound=0.0,
             ci=ci,
             verdict="holds" if wins == 0 else "violated",
+            rule="equal",
             note="one win refutes p_m = 0; the CI bounds how small p_m is shown to be",
         )
     )
@@ -346,6 +369,7 @@ def verify_no_route_beyond_width(seed: int, tier: str) -> list[Record]:
     records.append(
         Record(
             claim="B6",
+            key="control-gaussian-noise",
             statement="Lemma C.4 under Gaussian noise of the same variance: P(route to gap ≥ 1)",
             kind="negative-control",
             params={"h": GAPPED_H, "noise": repr(matched), "draws": draws, "level": 0.99},
@@ -353,6 +377,7 @@ def verify_no_route_beyond_width(seed: int, tier: str) -> list[Record]:
             bound=0.0,
             ci=ci,
             verdict="violated" if exact > 0.0 and ci[0] > 0.0 else "holds",
+            rule="equal",
             note="measured = exact Σ p_m over the gapped experts; CI from the kernel's wins",
             extra={"kernel_frequency": wins / draws},
         )
@@ -362,12 +387,14 @@ def verify_no_route_beyond_width(seed: int, tier: str) -> list[Record]:
     records.append(
         Record(
             claim="B6",
+            key="control-inside-width",
             statement="Lemma C.4 just inside the width: gap 1 − 1e-3 gives p_m = (1e-3)²/2 > 0",
             kind="negative-control",
             params={"h": near, "noise": repr(PAPER_NOISE)},
             measured=p,
             bound=0.0,
             verdict="holds" if p == 0.0 else "violated",
+            rule="equal",
             extra={"closed_form": 0.5e-6},
         )
     )

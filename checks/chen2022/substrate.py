@@ -63,13 +63,14 @@ def noise_patches(data: Dataset) -> np.ndarray:
     return proof_lemmas.noise_patches(data).ravel()
 
 
-def check_data_roles(config: DataConfig, data: Dataset, signals: Signals, kind: str) -> Record:
+def check_data_roles(config: DataConfig, data: Dataset, signals: Signals, kind: str, key: str) -> Record:
     """A1: every sample carries exactly the three signal patches of Def. 3.1, with k' ≠ k."""
     gram = np.vstack([signals.V, signals.C])
     orth = float(np.abs(gram @ gram.T - np.eye(2 * config.K)).max())
     measured = role_violations(data, signals) + (orth > 1e-12)
     return upper_bound_record(
         claim="A1",
+        key=key,
         statement="Def. 3.1: one patch each yαv_k, βc_k, εγv_k' (k' ≠ k); 2K orthonormal signals",
         kind=kind,
         params={"n": data.n, "K": config.K, "P": config.P, "d": config.d, "orthonormality_error": orth},
@@ -79,7 +80,7 @@ def check_data_roles(config: DataConfig, data: Dataset, signals: Signals, kind: 
     )
 
 
-def check_noise_variance(config: DataConfig, data: Dataset, kind: str) -> Record:
+def check_noise_variance(config: DataConfig, data: Dataset, kind: str, key: str) -> Record:
     """A1: Gaussian patches have per-coordinate variance σ_p²/d (chi-square interval, n stated)."""
     z = noise_patches(data)
     dof = z.size
@@ -89,6 +90,7 @@ def check_noise_variance(config: DataConfig, data: Dataset, kind: str) -> Record
     target = config.sigma_p**2 / config.d
     return Record(
         claim="A1",
+        key=key,
         statement="Def. 3.1: the P−3 noise patches are N(0, σ_p²/d · I)",
         kind=kind,
         params={"coordinates": dof, "sigma_p": config.sigma_p, "d": config.d, "level": LEVEL},
@@ -96,6 +98,7 @@ def check_noise_variance(config: DataConfig, data: Dataset, kind: str) -> Record
         bound=target,
         ci=(lo, hi),
         verdict="holds" if lo <= target <= hi else "violated",
+        rule="equal",
         note="CI: chi-square interval for the variance of zero-mean Gaussian coordinates",
     )
 
@@ -131,8 +134,8 @@ def verify_data(seed: int, tier: str) -> list[Record]:
         signals = make_signals(config, rng)
         data = sample(config, signals, n, rng)
         records += [
-            check_data_roles(config, data, signals, "premise"),
-            check_noise_variance(config, data, "premise"),
+            check_data_roles(config, data, signals, "premise", f"roles-{config.signals}"),
+            check_noise_variance(config, data, "premise", f"noise-{config.signals}"),
         ]
     config = DataConfig()
     signals = make_signals(config, rng)
@@ -142,11 +145,11 @@ def verify_data(seed: int, tier: str) -> list[Record]:
             sample_with_independent_noise_cluster(config, signals, n, rng),
             signals,
             "negative-control",
+            "control-independent-noise-cluster",
         )
     )
-    records.append(
-        check_noise_variance(config, sample_with_unscaled_noise(config, signals, n, rng), "negative-control")
-    )
+    unscaled = sample_with_unscaled_noise(config, signals, n, rng)
+    records.append(check_noise_variance(config, unscaled, "negative-control", "control-unscaled-noise"))
     return records
 
 
@@ -202,6 +205,7 @@ def check_gradients(rng, *, scale: float, act: str, backend: str, mutate: str | 
     )
     return upper_bound_record(
         claim="A5",
+        key=f"control-{mutate}" if mutate else f"{act}-{backend}-sigma{scale}",
         statement="(E.1), (E.2) are the exact gradients of the perturbed loss (3.3) (vs complex step)",
         kind="negative-control" if mutate else "premise",
         params={"sigma0": scale, "activation": act, "backend": backend, "mutation": mutate, "n": 40, "M": 3},
@@ -255,6 +259,7 @@ def check_router_sum(rng, *, gate: str = "softmax", mutate: str | None = None, n
     measured = float(np.linalg.norm(g_theta.sum(axis=1)) / np.linalg.norm(g_theta))
     return upper_bound_record(
         claim="B7",
+        key=f"point-{mutate}" if mutate else f"point-{gate}",
         statement="Lemma E.1: Σ_m ∇θ_m L⁽ᵗ⁾ = 0 (router gradients sum to zero)",
         kind="premise" if gate == "softmax" and mutate is None else "negative-control",
         params={"gate": gate, "mutation": mutate, "n": n, "M": M},

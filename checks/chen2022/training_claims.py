@@ -95,19 +95,21 @@ def entropy_violation(entropy_fn, max_examples: int, seed: int) -> tuple[np.ndar
     return (table if violation > 0 else None), best["ratio"][0]
 
 
-def check_dispatch_entropy(entropy_fn, kind: str, max_examples: int, seed: int) -> Record:
+def check_dispatch_entropy(entropy_fn, kind: str, max_examples: int, seed: int, key: str) -> Record:
     """B12: Hypothesis search for a count table violating the properties of (6.1)."""
     bad, ratio = entropy_violation(entropy_fn, max_examples, seed)
     K = 4
     uniform = dispatch_entropy(np.ones((K, 8)))
     return Record(
         claim="B12",
+        key=key,
         statement="Dispatch entropy (6.1) is 0 iff each expert receives at most one cluster, and ≤ log K",
         kind=kind,
         params={"max_examples": max_examples, "entropy": entropy_fn.__name__},
         measured=0.0 if bad is None else 1.0,
         bound=0.0,
         verdict="holds" if bad is None else "violated",
+        rule="upper",
         note="measured = 1 if Hypothesis found a violating table",
         extra={
             "max_ratio_to_log_K": ratio,
@@ -122,8 +124,8 @@ def verify_dispatch_entropy(seed: int, tier: str) -> list[Record]:
     """B12 premise on (6.1) and the negative control on the load entropy."""
     examples = 150 if tier == "quick" else 5000
     return [
-        check_dispatch_entropy(dispatch_entropy, "premise", examples, seed),
-        check_dispatch_entropy(load_entropy, "negative-control", examples, seed),
+        check_dispatch_entropy(dispatch_entropy, "premise", examples, seed, "dispatch-entropy"),
+        check_dispatch_entropy(load_entropy, "negative-control", examples, seed, "control-load-entropy"),
     ]
 
 
@@ -159,6 +161,7 @@ def check_professions(K: int, M: int, J: int, draws: int, seed: int, same_init: 
     bound = K * (1 - 1 / K) ** M
     return upper_bound_record(
         claim="B8",
+        key="control-same-init" if same_init else f"k{K}-m{M}",
         statement="Lemma D.4: P(|M_k| ≥ 1 ∀k) ≥ 1 − K(1 − 1/K)^M at initialization",
         kind="negative-control" if same_init else "premise",
         params={"K": K, "M": M, "J": J, "d": 50, "draws": draws, "same_init": same_init, "level": LEVEL},
@@ -188,13 +191,14 @@ def verify_professions(seed: int, tier: str) -> list[Record]:
 # ---------------------------------------------------------------- B7: Lemma E.1 along training
 
 
-def check_sum_theta(cfg, n: int, seed: int, kind: str, label: str) -> Record:
+def check_sum_theta(cfg, n: int, seed: int, kind: str, label: str, key: str) -> Record:
     """B7: max_t ‖Σ_m θ_m⁽ᵗ⁾‖ / ‖Θ⁽ᵗ⁾‖_F over a whole run, against a rounding budget T·M·ε."""
     signals, train_set, _ = _datasets(data.setting(1), n, seed)
     result = train(train_set, signals, cfg, seed)
     bound = result.steps * cfg.M * EPS
     return upper_bound_record(
         claim="B7",
+        key=key,
         statement="Lemma E.1 along Algorithm 1: Σ_m θ_m⁽ᵗ⁾ = 0 for every t (relative to ‖Θ⁽ᵗ⁾‖)",
         kind=kind,
         params={
@@ -217,22 +221,26 @@ def verify_sum_theta_along_runs(seed: int, tier: str) -> list[Record]:
     """B7 along runs: stated model, with Switch and importance load balancing; sigmoid and h + r gates."""
     n, steps = (1_000, 200) if tier == "quick" else (FULL_N, 1_000)
     base = variant_config("paper", steps=steps, record_every=steps)
+    switch = dataclasses.replace(base, load_balancing="switch", lb_coef=0.01)
+    importance = dataclasses.replace(base, load_balancing="importance", lb_coef=0.1)
     runs = [
-        ("premise", "stated model", base),
+        ("premise", "run-stated-model", "stated model", base),
+        ("premise", "run-switch-balancing", "switch load balancing 0.01", switch),
+        ("premise", "run-importance-loss", "importance loss 0.1", importance),
         (
-            "premise",
-            "switch load balancing 0.01",
-            dataclasses.replace(base, load_balancing="switch", lb_coef=0.01),
+            "negative-control",
+            "control-run-sigmoid-gate",
+            "per-expert sigmoid gate",
+            dataclasses.replace(base, gate="sigmoid"),
         ),
         (
-            "premise",
-            "importance loss 0.1",
-            dataclasses.replace(base, load_balancing="importance", lb_coef=0.1),
+            "negative-control",
+            "control-run-noisy-logit-gate",
+            "gate h + r (authors' code)",
+            dataclasses.replace(base, gate="noisy-logit"),
         ),
-        ("negative-control", "per-expert sigmoid gate", dataclasses.replace(base, gate="sigmoid")),
-        ("negative-control", "gate h + r (authors' code)", dataclasses.replace(base, gate="noisy-logit")),
     ]
-    return [check_sum_theta(cfg, n, seed, kind, label) for kind, label, cfg in runs]
+    return [check_sum_theta(cfg, n, seed, kind, label, key) for kind, key, label, cfg in runs]
 
 
 # ---------------------------------------------------------------- B9: Theorem 4.2
@@ -266,8 +274,10 @@ def theorem42_measurements(cfg, n: int, seed: int) -> dict:
     }
 
 
-def theorem42_records(cfg, n: int, seeds: list[int], kind: str, label: str) -> list[Record]:
-    """B9 over a few inits: pooled test error of F; worst expert of M_k on Ω_k; worst Ω_k routing."""
+def theorem42_records(cfg, n: int, seeds: list[int], kind: str, label: str, key: str) -> list[Record]:
+    """B9 over a few inits: pooled test error of F; worst expert of M_k on Ω_k; worst Ω_k routing.
+
+    Their keys: `key` followed by -test-error, -expert-error and -routing."""
     runs = [theorem42_measurements(cfg, n, s) for s in seeds]
     params = {
         "run": label,
@@ -288,21 +298,27 @@ def theorem42_records(cfg, n: int, seeds: list[int], kind: str, label: str) -> l
         "worst_expert": f"Thm 4.2: every expert in M_k has error ≤ {THM42_ERROR:.0%} on Ω_k",
         "worst_routing": f"Thm 4.2: the router sends ≥ {1 - THM42_ERROR:.0%} of each Ω_k into M_k",
     }
+    suffixes = {"errors": "test-error", "worst_expert": "expert-error", "worst_routing": "routing"}
     records = []
-    for key, statement in statements.items():
-        bad, total = pooled if key == "errors" else max((r[key] for r in runs), key=lambda t: t[0] / t[1])
+    for measure, statement in statements.items():
+        bad, total = (
+            pooled if measure == "errors" else max((r[measure] for r in runs), key=lambda t: t[0] / t[1])
+        )
         records.append(
             upper_bound_record(
                 claim="B9",
+                key=f"{key}-{suffixes[measure]}",
                 statement=statement,
                 kind=kind,
                 params=params,
                 measured=bad / total,
                 bound=THM42_ERROR,
                 ci=clopper_pearson(bad, total, LEVEL),
-                note="errors pooled over the seeds" if key == "errors" else "the worst case over the seeds",
+                note="errors pooled over the seeds"
+                if measure == "errors"
+                else "the worst case over the seeds",
                 extra=extra
-                | ({"dispatch_noise_free": runs[0]["dispatch_noise_free"]} if key != "errors" else {}),
+                | ({"dispatch_noise_free": runs[0]["dispatch_noise_free"]} if measure != "errors" else {}),
             )
         )
     return records
@@ -339,21 +355,29 @@ def verify_theorem42(seed: int, tier: str) -> list[Record]:
     paper_rates = variant_config("paper", record_every=1500)
     if tier == "quick":  # the linear control fails at any length; 500 steps keep the quick tier quick
         paper_rates = dataclasses.replace(paper_rates, steps=500, record_every=500)
-    runs = [(theorem, "nonlinear MoE, σ0 = d^-1/3, η_r = M²η")]
+    runs = [(theorem, "nonlinear MoE, σ0 = d^-1/3, η_r = M²η", "theorem-conditions")]
     if tier == "full":
-        runs.append((paper_rates, "nonlinear MoE, App. A.2 rates, σ0 = 0.01"))
+        runs.append((paper_rates, "nonlinear MoE, App. A.2 rates, σ0 = 0.01", "paper-rates"))
     records = []
-    for cfg, label in runs:
-        for record in theorem42_records(cfg, n, seeds, "premise", label):
+    for cfg, label, key in runs:
+        for record in theorem42_records(cfg, n, seeds, "premise", label, key):
             if record.verdict == "violated" and "M_k" in record.statement:
                 record.finding = PROFESSION_FINDING if "every expert" in record.statement else ROUTING_FINDING
             records.append(record)
     controls = [
-        (dataclasses.replace(theorem, eta_r=1e-9), "router not trained (η_r = 1e-9)"),
-        (dataclasses.replace(paper_rates, activation="linear"), "linear experts, App. A.2 rates"),
+        (
+            dataclasses.replace(theorem, eta_r=1e-9),
+            "router not trained (η_r = 1e-9)",
+            "control-untrained-router",
+        ),
+        (
+            dataclasses.replace(paper_rates, activation="linear"),
+            "linear experts, App. A.2 rates",
+            "control-linear",
+        ),
     ]
-    for cfg, label in controls:
-        records.append(theorem42_records(cfg, n, seeds[:1], "negative-control", label)[0])
+    for cfg, label, key in controls:
+        records.append(theorem42_records(cfg, n, seeds[:1], "negative-control", label, key)[0])
     return records
 
 
@@ -361,7 +385,7 @@ def verify_theorem42(seed: int, tier: str) -> list[Record]:
 
 
 def check_single(
-    activation: str, config: data.DataConfig, n: int, steps: int, seed: int, kind: str, **options
+    activation: str, config: data.DataConfig, n: int, steps: int, seed: int, kind: str, key: str, **options
 ) -> Record:
     """B3: a trained single CNN (128 filters, Adam) has test accuracy ≤ 87.5 % (Thm 4.1 / Table 7).
 
@@ -377,6 +401,7 @@ def check_single(
     ci = clopper_pearson(right, test.n, LEVEL)
     record = upper_bound_record(
         claim="B3",
+        key=key,
         statement="Table 7: a single CNN stays ≤ 87.5 % test accuracy when D_α = D_γ (setting 3)",
         kind=kind,
         params={
@@ -396,7 +421,13 @@ def check_single(
     )
     if ci[0] > CHANCE:
         return record
-    return dataclasses.replace(record, verdict="not-applicable", note="the CNN is not above chance (50 %)")
+    return dataclasses.replace(
+        record,
+        verdict="not-applicable",
+        rule="judged",
+        reason="a CNN not above chance satisfies the bound without testing it",
+        note="the CNN is not above chance (50 %)",
+    )
 
 
 @register("B3", name="checks.training_claims.verify_single_experts", training_kernels=True)
@@ -406,8 +437,11 @@ def verify_single_experts(seed: int, tier: str) -> list[Record]:
     n, steps = (1_000, 100) if tier == "quick" else (FULL_N, 800)
     setting3 = data.setting(3)
     acts = ("linear", "cubic", "relu", "celu", "gelu", "tanh")
-    records = [check_single(act, setting3, n, steps, seed, "premise") for act in acts]
+    records = [check_single(act, setting3, n, steps, seed, "premise", act) for act in acts]
     weak_noise = dataclasses.replace(setting3, gamma=data.UniformRange(0.1, 0.5))
-    records.append(check_single("cubic", weak_noise, n, steps, seed, "negative-control"))
-    records.append(check_single("relu", setting3, n, steps, seed, "negative-control", readout="sum"))
+    records.append(
+        check_single("cubic", weak_noise, n, steps, seed, "negative-control", "control-weak-noise")
+    )
+    control = "control-sum-readout"
+    records.append(check_single("relu", setting3, n, steps, seed, "negative-control", control, readout="sum"))
     return records

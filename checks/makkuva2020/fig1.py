@@ -76,6 +76,7 @@ def _d3_records(run, config, params, rng) -> list[Record]:
     verdict_logic = "holds iff the 99% CI of rho is below 1 and plateau(m)/plateau(m/4) < 2^-1/2"
     premise = Record(
         claim="D3",
+        key="contracts",
         statement="projected GD on L_log (A = L4 estimate, sample splitting) contracts geometrically to W*",
         kind="premise",
         params={**params, "R": config.R, "verdict": verdict_logic, "decay_phase": "error > 2 x plateau"},
@@ -83,6 +84,8 @@ def _d3_records(run, config, params, rng) -> list[Record]:
         bound=1.0,
         ci=fit.ci,
         verdict="holds" if fit.ci[1] < 1.0 and ratio < 2**-0.5 else "violated",
+        rule="judged",
+        reason=verdict_logic,
         slack=1.0 / fit.rho,
         extra={
             "rho_fitted": fit.rho,
@@ -90,10 +93,11 @@ def _d3_records(run, config, params, rng) -> list[Record]:
             "hessian_eigen_range": [h[0], h[-1]],
             "final_error": errors[-1],
             "plateau": plateau,
-            "plateaus_m/4_m": plateaus,
+            "plateaus_m_over_4_and_m": plateaus,
             "plateau_ratio": ratio,
-            "eps_reg (max|a-a*|/sigma^2)": eps_reg,
-            "sqrt(dT log(Tk/0.01)/n)": stat_term,
+            "eps_reg": eps_reg,
+            "stat_term": stat_term,
+            "legend": {"eps_reg": "max|a-a*|/sigma^2", "stat_term": "sqrt(dT log(Tk/0.01)/n)"},
             "W_target_norms": target_norms,
             "paper_R_1_covers_target": bool(np.all(target_norms <= 1.0)),
             "error_curve": errors,
@@ -105,12 +109,18 @@ def _d3_records(run, config, params, rng) -> list[Record]:
     rho_limit = (kappa - 1) / (kappa + 1)
     little_o = Record(
         claim="D3",
+        key="rho-vanishes",
         statement="Thm 3: rho_sigma = o_sigma(1) for GD with a fixed step (contraction -> 0 as sigma -> 0)",
         kind="premise",
-        params={**params, "method": "sigma -> 0 Hessian = gate Fisher information, Gauss-Hermite quadrature"},
+        params={
+            **params,
+            "method": "sigma -> 0 Hessian = gate Fisher information, Gauss-Hermite quadrature",
+            "rtol": 1e-12,
+        },
         measured=rho_limit,
         bound=0.0,
         verdict="holds" if rho_limit <= 1e-12 else "violated",
+        rule="upper",
         finding=(
             "as sigma -> 0 the Hessian of L_log at W* tends to the softmax-gate Fisher information, whose "
             "condition "
@@ -123,13 +133,19 @@ def _d3_records(run, config, params, rng) -> list[Record]:
     nc_plateaus, nc_ratio = _consistency(run, config, small_R, rng)
     control = Record(
         claim="D3",
+        key="control-small-radius",
         statement="projection radius R that does not cover W* (R = min|w*|/2): convergence to W* must fail",
         kind="negative-control",
         params={**params, "R": small_R, "verdict": "plateau ratio < 2^-1/2 (limit is W*)"},
         measured=nc_ratio,
         bound=2**-0.5,
         verdict="holds" if nc_ratio < 2**-0.5 else "violated",
-        extra={"plateaus_m/4_m": nc_plateaus, "gap |w*| - R": float(target_norms.min() - small_R)},
+        rule="strict-upper",
+        extra={
+            "plateaus_m_over_4_and_m": nc_plateaus,
+            "radius_gap": float(target_norms.min() - small_R),
+            "legend": {"radius_gap": "min|w*| - R"},
+        },
     )
     return [premise, little_o, control]
 
@@ -152,14 +168,14 @@ def _recovered(method) -> bool:
     return method.e_reg <= EPS_REC and method.e_gating <= EPS_REC
 
 
-def _witnesses(runs, key: str) -> list[bool]:
-    """Per init: L4 + L_log recovers and the baseline `key` ("l2" or "em") does not (same init)."""
-    return [_recovered(r.ours) and not _recovered(getattr(r, key)) for r in runs]
+def _witnesses(runs, baseline: str) -> list[bool]:
+    """Per init: L4 + L_log recovers and the `baseline` ("l2" or "em") does not (same init)."""
+    return [_recovered(r.ours) and not _recovered(getattr(r, baseline)) for r in runs]
 
 
-def _witness_record(runs, key: str, **fields) -> Record:
-    """The lab's reading of Fig. 1 (D4_LOGIC) against the baseline `key`, from the witness rate's interval."""
-    found = _witnesses(runs, key)
+def _witness_record(runs, baseline: str, **fields) -> Record:
+    """The lab's reading of Fig. 1 (D4_LOGIC) against the `baseline`, from the witness rate's interval."""
+    found = _witnesses(runs, baseline)
     return lower_bound_record(
         claim="D4",
         measured=sum(found) / len(runs),
@@ -170,33 +186,39 @@ def _witness_record(runs, key: str, **fields) -> Record:
     )
 
 
-def _fig1_holds(runs, key: str) -> bool:
-    """The lab's reading of Fig. 1 (D4_LOGIC) for the baseline `key`."""
-    return _witness_record(runs, key, statement="", kind="premise", params={}).verdict == "holds"
+def _fig1_holds(runs, baseline: str) -> bool:
+    """The lab's reading of Fig. 1 (D4_LOGIC) for the `baseline`."""
+    return (
+        _witness_record(runs, baseline, key="fig1", statement="", kind="premise", params={}).verdict
+        == "holds"
+    )
 
 
 def _d4_records(runs, params) -> list[Record]:
     """Fig. 1 as the lab reads it: an init where the baseline is stuck and L4 + L_log recovers (rate > 0)."""
     params = {**params, "verdict": D4_LOGIC, "stated_rate": "> 0", "rate_source": D4_RATE_SOURCE}
     records = []
-    for key, name in (("l2", "l2-SGD"), ("em", "EM")):
+    for baseline, name in (("l2", "l2-SGD"), ("em", "EM")):
         diff = np.array(
-            [[getattr(r, key).e_reg - r.ours.e_reg, getattr(r, key).e_gating - r.ours.e_gating] for r in runs]
+            [
+                [getattr(r, baseline).e_reg - r.ours.e_reg, getattr(r, baseline).e_gating - r.ours.e_gating]
+                for r in runs
+            ]
         )
         extra = {
             "per_init": [
                 {
                     "ours": [r.ours.e_reg, r.ours.e_gating],
-                    name: [getattr(r, key).e_reg, getattr(r, key).e_gating],
+                    name: [getattr(r, baseline).e_reg, getattr(r, baseline).e_gating],
                 }
                 for r in runs
             ],
             "ours_recovered": sum(_recovered(r.ours) for r in runs),
-            f"{key}_recovered": sum(_recovered(getattr(r, key)) for r in runs),
+            f"{baseline}_recovered": sum(_recovered(getattr(r, baseline)) for r in runs),
             "mean_ours": [np.mean([r.ours.e_reg for r in runs]), np.mean([r.ours.e_gating for r in runs])],
-            f"mean_{key}": [
-                np.mean([getattr(r, key).e_reg for r in runs]),
-                np.mean([getattr(r, key).e_gating for r in runs]),
+            f"mean_{baseline}": [
+                np.mean([getattr(r, baseline).e_reg for r in runs]),
+                np.mean([getattr(r, baseline).e_gating for r in runs]),
             ],
         }
         if len(runs) >= 2:
@@ -204,13 +226,14 @@ def _d4_records(runs, params) -> list[Record]:
         records.append(
             _witness_record(
                 runs,
-                key,
+                baseline,
+                key=f"stuck-{baseline}",
                 statement=f"Fig. 1: {name} gets stuck where L4 + L_log recovers A* and W* (same inits)",
                 kind="premise",
                 params=params,
                 finding=(
                     None
-                    if key != "em"
+                    if baseline != "em"
                     else "EM (WLS experts, IRLS gates, sigma^2 estimated) recovers A* and W* from every "
                     "random init here (E_reg ~ 1e-5, below L4 + L_log's, similar E_gating); "
                     "Fig. 1's stuck EM does not reproduce"
@@ -245,6 +268,7 @@ def _d4_control(runs, config, params, rng) -> Record:
     return _witness_record(
         mutated,
         "l2",
+        key="control-negated-expert",
         statement="Fig. 1 rule vs l2-SGD with L_log fed row 1 of the L4 estimate negated: must not hold",
         kind="negative-control",
         params={
@@ -257,7 +281,8 @@ def _d4_control(runs, config, params, rng) -> Record:
             "mutated_recovered": sum(_recovered(r.ours) for r in mutated),
             "e_gating_mutated": [r.ours.e_gating for r in mutated],
             "e_gating_ours": [r.ours.e_gating for r in runs],
-            "e_reg_mutated (sign-blind, = ours)": [r.ours.e_reg for r in mutated],
+            "e_reg_mutated": [r.ours.e_reg for r in mutated],
+            "legend": {"e_reg_mutated": "E_reg of the mutated runs (sign-blind, = ours)"},
         },
         note="measured: fraction of inits where the mutated L4 + L_log recovers and l2-SGD ends unrecovered",
     )

@@ -43,6 +43,8 @@ GD_STEPS = 1000
 # 24 reps bring the expected half-width to 0.08 (2.81 sd / sqrt 24), under a third of the gap. At the
 # full tier n = 10^6 already gives a half-width of about 0.04 with 12 reps.
 CONTROL_REPS = {"quick": 24, "full": 12}
+RATE_REASON = "holds iff 0 lies in the gap's CI at the largest n and -1/2 in the CI of the fitted rate"
+SOSP_REASON = "holds iff GD found at least one SOSP and none of them is spurious (measured = spurious SOSPs)"
 
 
 # ---------------------------------------------------------------- D1: sample L4 → eq. (7)
@@ -59,18 +61,22 @@ def _l4_gaps(model, inputs, A, n, reps, rng, transforms):
     return gaps
 
 
-def _gap_record(kind, statement, params, gaps, also: bool = True, **fields) -> Record:
-    """0 ∈ the 99% CI of mean(L̂4 − eq. 7) (and `also`) ⇔ eq. (7) holds at this n (verdict)."""
+def _gap_record(key, kind, statement, params, gaps, rate_ok: bool | None = None, **fields) -> Record:
+    """0 ∈ the 99% CI of mean(L̂4 − eq. 7) ⇔ eq. (7) holds at this n; with `rate_ok` (−1/2 in the
+    rate's CI) both must hold, and the record is judged by that pair (RATE_REASON)."""
     lo, hi = normal_mean(gaps, LEVEL)
     return Record(
         claim="D1",
+        key=key,
         statement=statement,
         kind=kind,
         params=params,
         measured=float(np.mean(gaps)),
         bound=0.0,
         ci=(lo, hi),
-        verdict="holds" if lo <= 0.0 <= hi and also else "violated",
+        verdict="holds" if lo <= 0.0 <= hi and rate_ok is not False else "violated",
+        rule="equal" if rate_ok is None else "judged",
+        reason=None if rate_ok is None else RATE_REASON,
         **fields,
     )
 
@@ -109,11 +115,12 @@ def check_d1(seed: int, tier: str) -> list[Record]:
     half = stats.t.ppf(0.5 + LEVEL / 2, len(logs) - 2) * fit.stderr
     rate_ci = (fit.slope - half, fit.slope + half)
     premise = _gap_record(
+        "sample-l4-converges",
         "premise",
         "sample L4 (eq. 6) -> eq. (7): 0 in the CI at the largest n, -1/2 in the rate's CI (a* ⊥ w*)",
         params,
         gaps[0],
-        also=rate_ci[0] <= -0.5 <= rate_ci[1],
+        rate_ok=rate_ci[0] <= -0.5 <= rate_ci[1],
         note=f"rate {fit.slope:.3f} (99% CI [{rate_ci[0]:.3f}, {rate_ci[1]:.3f}]): log|gap| on log n",
         extra={"table": table, "rate": fit.slope, "rate_ci": rate_ci},
     )
@@ -122,6 +129,7 @@ def check_d1(seed: int, tier: str) -> list[Record]:
     tmeans = transform_means(A, gauss, hermite.c)
     records.append(
         _gap_record(
+            "q4-constant-gaussian",
             "premise",
             "Q4's constant term does not change L4 for Gaussian x (E[t1] = E[t2] = 0)",
             {**params, "q4_constants": [hermite.q4_constant, paper.q4_constant]},
@@ -140,6 +148,7 @@ def check_d1(seed: int, tier: str) -> list[Record]:
     A_bent = optimal_scale(expected_gates(bent.W, gauss), REG)[:, None] * bent.A
     records.append(
         _gap_record(
+            "control-aligned-regressor",
             "negative-control",
             "eq. (7) with a regressor along w* (a_1* = w_1*): gap must be detected",
             {**params, "n": n_max, "a_1": "w_1*", "reps": CONTROL_REPS[tier]},
@@ -151,6 +160,7 @@ def check_d1(seed: int, tier: str) -> list[Record]:
     A_mix = optimal_scale(expected_gates(model.W, mixture), REG)[:, None] * model.A
     records.append(
         _gap_record(
+            "control-mixture-input",
             "negative-control",
             "eq. (7) with two-Gaussian-mixture x (p = 0.3, mu = 1/sqrt(d)): gap must be detected",
             {**params, "n": n_max, "p": 0.3, "mu": "ones/sqrt(d)"},
@@ -162,6 +172,7 @@ def check_d1(seed: int, tier: str) -> list[Record]:
     records.append(
         upper_bound_record(
             claim="D1",
+            key="control-q4-constant-mixture",
             statement="Q4's constant does not change L4 under mixture x: exact effect must be detected",
             kind="negative-control",
             params={**params, "p": 0.3, "mu": "ones/sqrt(d)", "method": "exact (Appell: E[H4(m+g)] = m^4)"},
@@ -305,6 +316,7 @@ def check_d2(seed: int, tier: str) -> list[Record]:
     records = [
         Record(
             claim="D2",
+            key="sosp-global",
             statement="every SOSP GD finds on eq. (7) is a global minimiser P D Γ^-1 A*",
             kind="premise",
             params=params,
@@ -312,6 +324,8 @@ def check_d2(seed: int, tier: str) -> list[Record]:
             bound=0.0,
             ci=clopper_pearson(spurious, max(sosp, 1), LEVEL),
             verdict="holds" if spurious == 0 and sosp > 0 else "violated",
+            rule="judged",
+            reason=SOSP_REASON,
             note="CI: Clopper-Pearson for the rate of spurious SOSPs among those found",
             extra={"per_k": per_k, "sosp_found": sosp},
         )
@@ -320,6 +334,7 @@ def check_d2(seed: int, tier: str) -> list[Record]:
     records.append(
         rate_record(
             claim="D2",
+            key="sgd-recovery",
             statement=f"SGD on eq. (6) (batch 1024) from random inits recovers A* (E_reg <= {EPS_REC}): "
             "recovery rate >= 1/2",
             kind="premise",
@@ -343,6 +358,7 @@ def check_d2(seed: int, tier: str) -> list[Record]:
     records.append(
         Record(
             claim="D2",
+            key="control-wrong-sign-mu",
             statement="wrong-sign mu = -2: the premise's logic must find spurious SOSPs",
             kind="negative-control",
             params={**params, "mu": -2.0},
@@ -350,7 +366,12 @@ def check_d2(seed: int, tier: str) -> list[Record]:
             bound=0.0,
             ci=clopper_pearson(bad, max(found, 1), LEVEL),
             verdict="holds" if bad == 0 and found > 0 else "violated",
-            extra={"per_k": info, "mu=-0.5": {"spurious_sosp": mild[0], "sosp": mild[1], "per_k": mild[2]}},
+            rule="judged",
+            reason=SOSP_REASON,
+            extra={
+                "per_k": info,
+                "mu_minus_half": {"spurious_sosp": mild[0], "sosp": mild[1], "per_k": mild[2]},
+            },
             note="mu = -0.5 (also the wrong sign) finds no spurious SOSP: the sparse rows still win for "
             "|mu| < 1 (k = 2: spread rows cost 2 + 2|mu| vs 4|mu|), so the sign alone is not the condition",
         )
@@ -359,12 +380,15 @@ def check_d2(seed: int, tier: str) -> list[Record]:
     records.append(
         Record(
             claim="D2",
+            key="control-no-lambda",
             statement="no lambda-term (lam = 0): eq. (7) unbounded below; GD must end at a degenerate point",
             kind="negative-control",
             params={**params, "lam": 0.0},
             measured=float(bad),
             bound=0.0,
             verdict="holds" if bad == 0 and found > 0 else "violated",
+            rule="judged",
+            reason=SOSP_REASON,
             extra={"per_k": info},
             note="with lam = 0 no minimiser of the form ±c a* exists; GD from small inits stops at A = 0",
         )
@@ -402,17 +426,20 @@ def _finite_sample_unbounded(rng, n) -> Record:
         A_far[0] = 1.2 * t_escape * V[j]
         extra |= {
             "t_escape": t_escape,
-            "Lhat(1.2 t_escape v) - Lhat(A_glob)": sample_l4(A_far, s.x, s.y, tr, REG) - at_glob,
+            "far_point": "A = 1.2 t_escape v e_1^T",
+            "lhat_far_minus_lhat_glob": sample_l4(A_far, s.x, s.y, tr, REG) - at_glob,
         }
     negative = int(np.sum(a < 0))
     return Record(
         claim="D2",
+        key="sample-bounded-below",
         statement="Thm 2 read literally: the sample L4 (eq. 6) is bounded below like eq. (7)",
         kind="premise",
         params={**ASSUMPTIONS, "n": n, "directions": 64},
         measured=negative / len(V),
         bound=0.0,
         verdict="violated" if negative else "holds",
+        rule="upper",
         finding=(
             "the sample L4 is unbounded below for every n: outside span(A*) its quartic coefficient "
             "-mu*mean(Q4 t2) + lam*mean(Q2 t3)^2 is a zero-mean O(n^-1/2) fluctuation, negative in about "

@@ -72,6 +72,7 @@ def _sphere_record(rng, cfg) -> Record:
     outcomes = run_instances(instance, cfg["sphere"])
     return rate_record(
         claim="D5",
+        key="sphere-w",
         statement=f"L4 recovers A* (E_reg <= {EPS_REC}) with w* uniform on the sphere (not ⊥ a*): "
         "recovery rate >= 1/2",
         kind="premise",
@@ -106,6 +107,7 @@ def _mixture_record(rng, cfg) -> Record:
     }
     return rate_record(
         claim="D5",
+        key="mixture-input",
         statement=f"L4 recovers A* (E_reg <= {EPS_REC}) for x ~ p N(mu, I) + (1-p) N(-mu, I), |mu| = 1: "
         "recovery rate >= 1/2",
         kind="premise",
@@ -135,13 +137,18 @@ def _far_record(rng, cfg) -> Record:
     planned = cfg["per_p"] * len(cfg["ps"])
     return rate_record(
         claim="D5",
+        key="control-far-mixture",
         statement="same rule, x ~ N(mu, I)/2 + N(-mu, I)/2, mu = 1.75 a_1*: non-recovery detected",
         kind="negative-control",
         params={**_params(cfg), "p": 0.5, "mu": "1.75 a_1*", "instance": "random init, fresh SGD stream"},
         outcomes=run_instances(instance, planned, curtail=True),
         planned=planned,
         source=RATE_SOURCE,
-        extra={"e_reg": e_reg, "diverged (E_reg := 1)": sum(e == 1.0 for e in e_reg)},
+        extra={
+            "e_reg": e_reg,
+            "diverged": sum(e == 1.0 for e in e_reg),
+            "legend": {"diverged": "runs that diverged (their E_reg set to 1)"},
+        },
         note="broken premise: x is far from Gaussian along a regressor (mean 0, variance 4.06, bimodal "
         "along a_1*), so eq. (7)'s Hermite moment identities fail badly and L4's minimiser is not A*",
     )

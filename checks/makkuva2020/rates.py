@@ -61,6 +61,7 @@ def run_instances(
 def rate_record(
     *,
     claim: str,
+    key: str,
     statement: str,
     kind: str,
     params: dict[str, Any],
@@ -74,6 +75,7 @@ def rate_record(
     k, m = sum(outcomes), len(outcomes)
     return lower_bound_record(
         claim=claim,
+        key=key,
         statement=statement,
         kind=kind,
         params={

@@ -162,7 +162,7 @@ def first_counterexample(gate, seed: int, max_examples: int):
         return None, tried
 
 
-def check_gate(gate, name: str, kind: str, seed: int, max_examples: int) -> Record:
+def check_gate(gate, name: str, kind: str, key: str, seed: int, max_examples: int) -> Record:
     """C1 record for one gate implementation: counterexamples found (0 means the claim held)."""
     found, tried = first_counterexample(gate, seed, max_examples)
     extra = {"examples_tried": tried}
@@ -171,6 +171,7 @@ def check_gate(gate, name: str, kind: str, seed: int, max_examples: int) -> Reco
         extra |= {"counterexample_H": H, "counterexample_k": k, "reasons": gate_violations(H, k, *gate(H, k))}
     return upper_bound_record(
         claim="C1",
+        key=key,
         statement=f"{name}: G = Softmax(KeepTopK(H, k)) keeps exactly k, sums to 1, keeps the order",
         kind=kind,
         params={
@@ -191,13 +192,23 @@ def verify_gate(seed: int, tier: str) -> list[Record]:
     """C1 on the NumPy gate and the Numba kernel; mutated gates (threshold mask, unshifted softmax)."""
     budget = 150 if tier == "quick" else 2000
     return [
-        check_gate(numpy_gate, "numpy top_k_gates", "premise", seed, budget),
-        check_gate(kernel_gate, "numba kernel", "premise", seed + 1, budget),
+        check_gate(numpy_gate, "numpy top_k_gates", "premise", "numpy-gate", seed, budget),
+        check_gate(kernel_gate, "numba kernel", "premise", "numba-kernel", seed + 1, budget),
         check_gate(
-            threshold_mask_gate, "mutant: keep H >= k-th largest", "negative-control", seed + 2, budget
+            threshold_mask_gate,
+            "mutant: keep H >= k-th largest",
+            "negative-control",
+            "control-threshold-mask",
+            seed + 2,
+            budget,
         ),
         check_gate(
-            unshifted_softmax_gate, "mutant: softmax without max shift", "negative-control", seed + 3, budget
+            unshifted_softmax_gate,
+            "mutant: softmax without max shift",
+            "negative-control",
+            "control-unshifted-softmax",
+            seed + 3,
+            budget,
         ),
     ]
 
@@ -211,7 +222,14 @@ def kth_largest(H: np.ndarray, k: int) -> np.ndarray:
 
 
 def interval_record(
-    claim: str, statement: str, kind: str, predicted: np.ndarray, counts: np.ndarray, draws: int, params: dict
+    claim: str,
+    key: str,
+    statement: str,
+    kind: str,
+    predicted: np.ndarray,
+    counts: np.ndarray,
+    draws: int,
+    params: dict,
 ) -> Record:
     """Every predicted probability must lie in its Monte-Carlo Clopper–Pearson interval (Bonferroni)."""
     pairs = predicted.size
@@ -228,6 +246,7 @@ def interval_record(
     )
     return Record(
         claim=claim,
+        key=key,
         statement=statement,
         kind=kind,
         params={**params, "draws": draws, "pairs": pairs, "pair_level": level, "family_level": FAMILY_LEVEL},
@@ -235,6 +254,7 @@ def interval_record(
         bound=float(predicted[worst]),
         ci=(float(lo[worst]), float(hi[worst])),
         verdict="violated" if outside.any() else "holds",
+        rule="equal",
         note="measured = MC frequency, bound = predicted probability, at the worst pair; CI Clopper–Pearson",
         extra={
             "pairs_outside_ci": int(outside.sum()),
@@ -269,10 +289,18 @@ def verify_load_estimator(seed: int, tier: str) -> list[Record]:
     mutant = gating.normal_cdf((clean - kth_largest(H, k)) / scale)
     return [
         interval_record(
-            "C2", statement, "premise", gating.smooth_load(clean, scale, H, k), counts, draws, params
+            "C2",
+            "load-estimator",
+            statement,
+            "premise",
+            gating.smooth_load(clean, scale, H, k),
+            counts,
+            draws,
+            params,
         ),
         interval_record(
             "C2",
+            "control-plain-kth-largest",
             "mutant: threshold = plain k-th largest of H (not excluding i)",
             "negative-control",
             mutant,
@@ -306,6 +334,7 @@ def verify_top1_is_lemma_c1_gaussian(seed: int, tier: str) -> list[Record]:
     return [
         interval_record(
             "C2",
+            "top1-lemma-c1",
             "noisy top-1, constant scale s: P(argmax = m) = Φ((h_m − h_other)/(s√2)) (Lemma C.1 Gaussian)",
             "premise",
             gating.normal_cdf(diff / (s * math.sqrt(2.0))),
@@ -315,6 +344,7 @@ def verify_top1_is_lemma_c1_gaussian(seed: int, tier: str) -> list[Record]:
         ),
         interval_record(
             "C2",
+            "control-top1-without-sqrt2",
             "mutant: closed form without √2, Φ((h_m − h_other)/s)",
             "negative-control",
             gating.normal_cdf(diff / s),
@@ -359,12 +389,13 @@ def gradient_errors(loss_fn, x, W_g, W_noise, xi, k, directions: int, rng) -> di
     return {"complex_step": worst_cs, "central_difference": worst_fd}
 
 
-def check_gradient(name: str, loss_fn, kind: str, problem, directions: int, rng) -> Record:
+def check_gradient(name: str, loss_fn, kind: str, key: str, problem, directions: int, rng) -> Record:
     """C3 record: relative complex-step error of the analytic gradient ≤ GRADIENT_TOL."""
     x, W_g, W_noise, xi, k = problem
     errors = gradient_errors(loss_fn, x, W_g, W_noise, xi, k, directions, rng)
     return upper_bound_record(
         claim="C3",
+        key=key,
         statement=f"{name}: ∇ w.r.t. W_g, W_noise = complex-step derivative",
         kind=kind,
         params={
@@ -398,13 +429,22 @@ def verify_balancing_gradients(seed: int, tier: str) -> list[Record]:
     )
     return [
         check_gradient(
-            "L_importance", gating.importance_loss_and_gradients, "premise", problem, directions, rng
+            "L_importance",
+            gating.importance_loss_and_gradients,
+            "premise",
+            "importance-loss",
+            problem,
+            directions,
+            rng,
         ),
-        check_gradient("L_load", gating.load_loss_and_gradients, "premise", problem, directions, rng),
+        check_gradient(
+            "L_load", gating.load_loss_and_gradients, "premise", "load-loss", problem, directions, rng
+        ),
         check_gradient(
             "mutant: L_load with kth_excluding held constant",
             load_loss_without_threshold_path,
             "negative-control",
+            "control-load-without-threshold-path",
             problem,
             directions,
             rng,

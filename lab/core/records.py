@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -11,6 +12,10 @@ VERDICTS = ("holds", "violated", "not-applicable")
 # what `verify` marks on records it cannot read as their verdict says: a check that raised or returned a
 # malformed record (`error`), a premise whose claim has no negative control (`uncontrolled`)
 PROBLEMS = ("error", "uncontrolled")
+# how a record's verdict follows from its numbers (`derived_verdict`); "judged" records state a reason
+RULES = ("upper", "strict-upper", "lower", "strict-lower", "not-below", "equal", "report", "judged")
+KEY = re.compile(r"[a-z0-9][a-z0-9.-]*")
+EXTRA_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _finite(value: Any, name: str) -> Any:
@@ -40,12 +45,15 @@ class Record:
     """Outcome of one check run: measured value, bound, interval, verdict and slack."""
 
     claim: str
+    key: str = field(kw_only=True)  # unique within its claim, stable across runs: `attained`, `gaussian-m8`
     statement: str
     kind: str
     params: dict[str, Any]
     measured: float | None
     bound: float | None
     verdict: str
+    rule: str = field(kw_only=True)  # one of RULES: how the verdict follows from the numbers
+    reason: str | None = field(default=None, kw_only=True)  # why a "judged" record reads as its verdict says
     ci: tuple[float, float] | None = None
     slack: float | None = None
     seconds: float | None = None
@@ -67,6 +75,9 @@ class Record:
             )
         if self.problem is not None and self.problem not in PROBLEMS:
             raise ValueError(f"problem must be None or one of {PROBLEMS}, got {self.problem!r}")
+        if not isinstance(self.key, str) or not KEY.fullmatch(self.key):
+            raise ValueError(f"record of {self.claim}: key must be lowercase [a-z0-9.-], got {self.key!r}")
+        self._check_rule()
         for name in ("measured", "bound", "slack", "seconds"):
             value = getattr(self, name)
             if value is not None:
@@ -76,6 +87,26 @@ class Record:
             self.ci = (_finite(lo, "ci"), _finite(hi, "ci"))
         self.params = jsonable(self.params, "params")
         self.extra = jsonable(self.extra, "extra")
+        sentences = [k for k in self.extra if not EXTRA_KEY.fullmatch(k)]
+        if sentences:
+            raise ValueError(f"record {self.claim}/{self.key}: extra keys must be identifiers: {sentences}")
+        derived = derived_verdict(self.rule, self.measured, self.bound, self.ci, self.params)
+        if derived is not None and derived != self.verdict:
+            raise ValueError(
+                f"record {self.claim}/{self.key}: verdict {self.verdict!r} disagrees with its numbers: "
+                f"rule {self.rule!r} gives {derived!r} for measured {self.measured}, bound {self.bound}, "
+                f"ci {self.ci}"
+            )
+
+    def _check_rule(self) -> None:
+        """The rule is known, "report" exactly for reports, and a reason given exactly when "judged"."""
+        where = f"record {self.claim}/{self.key}"
+        if self.rule not in RULES:
+            raise ValueError(f"{where}: rule must be one of {RULES}, got {self.rule!r}")
+        if (self.rule == "report") != (self.kind == "report"):
+            raise ValueError(f"{where}: rule 'report' is for kind 'report' only, got rule {self.rule!r}")
+        if (self.rule == "judged") != bool(self.reason):
+            raise ValueError(f"{where}: a reason is given exactly when the rule is 'judged'")
 
     @property
     def outcome(self) -> str:
@@ -102,6 +133,38 @@ class Record:
         return jsonable(data)
 
 
+def derived_verdict(
+    rule: str, measured: float | None, bound: float | None, ci: tuple[float, float] | None, params: dict
+) -> str | None:
+    """The verdict `rule` gives these numbers (None for "report" and "judged", which compute none).
+
+    upper: the CI's upper end (else measured) ≤ bound, within `params["rtol"]` of the bound; strict-upper:
+    < bound; lower / strict-lower: the CI's lower end (else measured) ≥ / > bound; not-below: a floor refuted
+    only when the whole CI lies below it; equal: the bound lies in the CI (else |measured − bound| ≤
+    rtol·|bound|)."""
+    if rule in ("report", "judged"):
+        return None
+    if measured is None or bound is None:
+        raise ValueError(f"rule {rule!r} needs a measured value and a bound")
+    low, top = ci if ci is not None else (measured, measured)
+    rtol = float(params.get("rtol", 0.0))
+    if rule == "upper":
+        holds = top <= bound * (1.0 + rtol) + (rtol if bound == 0 else 0.0)
+    elif rule == "strict-upper":
+        holds = top < bound
+    elif rule == "lower":
+        holds = low >= bound
+    elif rule == "strict-lower":
+        holds = low > bound
+    elif rule == "not-below":
+        holds = top >= bound
+    elif ci is not None:
+        holds = low <= bound <= top
+    else:
+        holds = abs(measured - bound) <= rtol * abs(bound)
+    return "holds" if holds else "violated"
+
+
 def slack_ratio(bound: float, measured: float) -> float | None:
     """Bound ÷ measured for an upper bound; None when the ratio is meaningless (measured ≤ 0)."""
     if measured <= 0 or not math.isfinite(bound) or not math.isfinite(measured):
@@ -113,6 +176,7 @@ def slack_ratio(bound: float, measured: float) -> float | None:
 def upper_bound_record(
     *,
     claim: str,
+    key: str,
     statement: str,
     kind: str,
     params: dict[str, Any],
@@ -127,19 +191,19 @@ def upper_bound_record(
     `rtol` is for exact (non-Monte-Carlo) comparisons only: floating-point round-off allowance
     relative to the bound, stated in the params so it is never a hidden tolerance.
     """
-    top = ci[1] if ci is not None else measured
-    holds = top <= bound * (1.0 + rtol) + (rtol if bound == 0 else 0.0)
     if rtol:
         params = {**params, "rtol": rtol}
     return Record(
         claim=claim,
+        key=key,
         statement=statement,
         kind=kind,
         params=params,
         measured=measured,
         bound=bound,
         ci=ci,
-        verdict="holds" if holds else "violated",
+        verdict=derived_verdict("upper", measured, bound, ci, params),
+        rule="upper",
         slack=slack_ratio(bound, measured),
         **fields,
     )
@@ -148,6 +212,7 @@ def upper_bound_record(
 def lower_bound_record(
     *,
     claim: str,
+    key: str,
     statement: str,
     kind: str,
     params: dict[str, Any],
@@ -162,19 +227,19 @@ def lower_bound_record(
     The mirror of `upper_bound_record`, e.g. a success rate whose Clopper–Pearson interval must lie
     at or above a stated rate. Slack is measured ÷ bound (> 1: room above the bound), None if bound ≤ 0.
     """
-    low = ci[0] if ci is not None else measured
-    holds = low > bound if strict else low >= bound
-    slack = measured / bound if bound > 0 else None
+    rule = "strict-lower" if strict else "lower"
     return Record(
         claim=claim,
+        key=key,
         statement=statement,
         kind=kind,
         params=params,
         measured=measured,
         bound=bound,
         ci=ci,
-        verdict="holds" if holds else "violated",
-        slack=slack,
+        verdict=derived_verdict(rule, measured, bound, ci, params),
+        rule=rule,
+        slack=measured / bound if bound > 0 else None,
         **fields,
     )
 
@@ -182,6 +247,7 @@ def lower_bound_record(
 def report_record(
     *,
     claim: str,
+    key: str,
     statement: str,
     category: str,
     params: dict[str, Any],
@@ -196,6 +262,7 @@ def report_record(
     extra = {**fields.pop("extra", {}), "category": category}
     return Record(
         claim=claim,
+        key=key,
         statement=statement,
         kind="report",
         params=params,
@@ -203,6 +270,7 @@ def report_record(
         bound=bound,
         ci=ci,
         verdict="not-applicable",
+        rule="report",
         extra=extra,
         **fields,
     )

@@ -121,11 +121,11 @@ def error_floor(results: Results) -> str:
     if attained is None:
         text.append(verify_missing("B2"))
     else:
-        exact = extra(attained, "exact witness error (enumerated (k, k', y, ε))")
-        relu = extra(attained, "ReLU CNN witness (4K = 16 filters) error")
-        relu_ci = extra(attained, "ReLU CNN witness CI")
-        search = extra(attained, "coordinate-descent search over aligned lookups, held-out error")
-        search_ci = extra(attained, "search CI")
+        exact = extra(attained, "exact_witness_error")
+        relu = extra(attained, "relu_witness_error")
+        relu_ci = extra(attained, "relu_witness_ci")
+        search = extra(attained, "search_error")
+        search_ci = extra(attained, "search_ci")
         parts = []
         if exact is not None:
             parts.append(f"the lookup's error, enumerated exactly, is {num(exact)}")
@@ -142,7 +142,7 @@ def error_floor(results: Results) -> str:
         rows = [
             (
                 _laws(r["params"]),
-                num(extra(r, "overlap mass ω")),
+                num(extra(r, "overlap_mass")),
                 num(r["bound"]),
                 measured(r),
             )

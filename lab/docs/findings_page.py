@@ -76,7 +76,7 @@ def _makkuva_details(results: Results) -> list[str]:
         )
     wrong_mu = record(results, "D2", "negative-control", contains="mu = -2")
     no_lam = record(results, "D2", "negative-control", contains="lam = 0")
-    milder = extra(wrong_mu, "mu=-0.5")
+    milder = extra(wrong_mu, "mu_minus_half")
     if wrong_mu is not None and no_lam is not None:
         sentence = (
             "**What the regularisers must satisfy.** The paper asks only μ, λ, δ > 0. The lab derives "

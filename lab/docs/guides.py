@@ -39,18 +39,22 @@ def outcome_table() -> str:
             for verdict in ("not-applicable",) if kind == "report" else VERDICTS:
                 record = Record(
                     claim="X0",
+                    key="example",
                     statement="",
                     kind=kind,
                     params={},
                     measured=None,
                     bound=None,
                     verdict=verdict,
+                    rule="report" if kind == "report" else "judged",
+                    reason=None if kind == "report" else "an example of the outcome table",
                     finding="known" if marked else None,
                 )
                 label = f"{kind} marked as a known finding" if marked else kind
                 rows.append((label, verdict, code(record.outcome), "ok" if record.ok else "fails the run"))
     for problem, label in zip(PROBLEMS, PROBLEM_LABELS, strict=True):
-        record = Record("X0", "", "premise", {}, None, None, "holds", problem=problem)
+        judged = {"key": "example", "rule": "judged", "reason": "an example"}
+        record = Record("X0", "", "premise", {}, None, None, "holds", problem=problem, **judged)
         rows.append((label, "-", code(record.outcome), "ok" if record.ok else "fails the run"))
     return table(("kind", "verdict", "outcome", "exit status of verify"), rows)
 

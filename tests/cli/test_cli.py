@@ -45,12 +45,14 @@ def test_exit_code_reflects_unexpected_records(registered, capsys):
     def broken(seed, tier):
         return Record(
             claim="Z1",
+            key="k",
             statement="a premise that fails",
             kind="premise",
             params={},
             measured=2.0,
             bound=1.0,
             verdict="violated",
+            rule="upper",
         )
 
     registered(registry.Check("test.broken", ("Z1",), broken))
@@ -62,12 +64,14 @@ def test_finding_that_starts_holding_fails(registered, capsys):
     def resolved(seed, tier):
         return Record(
             claim="Z2",
+            key="k",
             statement="s",
             kind="premise",
             params={},
             measured=0.0,
             bound=1.0,
             verdict="holds",
+            rule="upper",
             finding="did not reproduce",
         )
 

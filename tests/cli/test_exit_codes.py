@@ -76,7 +76,17 @@ def test_ctrl_c_prints_one_line_and_exits_130(raised, capsys, registered):
 def test_known_records_still_exit_0(capsys, registered):
     def fine(seed, tier):
         return [
-            Record(claim="Z8", statement="s", kind=kind, params={}, measured=m, bound=1, verdict=verdict)
+            Record(
+                claim="Z8",
+                key=kind,
+                statement="s",
+                kind=kind,
+                params={},
+                measured=m,
+                bound=1,
+                verdict=verdict,
+                rule="upper",
+            )
             for kind, m, verdict in (("premise", 0, "holds"), ("negative-control", 2, "violated"))
         ]
 

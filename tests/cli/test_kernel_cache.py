@@ -91,7 +91,7 @@ def test_verify_has_the_model_kernels_loaded_first_only_for_checks_that_run_them
 
     def measured(claim):
         return lambda seed, tier: report_record(
-            claim=claim, statement="s", category="rate", params={}, measured=1.0
+            claim=claim, key="k", statement="s", category="rate", params={}, measured=1.0
         )
 
     registered(registry.Check("test.plain", ("Z5",), measured("Z5")))

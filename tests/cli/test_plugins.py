@@ -16,8 +16,8 @@ from lab.core.registry import register
 
 
 def record(claim, kind, verdict="holds", **params):
-    return Record(claim=claim, statement="s", kind=kind, params=params, measured=0.0, bound=1.0,
-                  verdict=verdict)
+    return Record(claim=claim, key=kind, statement="s", kind=kind, params=params, measured=0.0, bound=1.0,
+                  verdict=verdict, rule="judged", reason="as the test says")
 """
 
 GOOD = (
@@ -173,7 +173,18 @@ def test_a_failing_premise_without_a_control_keeps_its_outcome():
 
 
 def _record(kind, verdict):
-    return Record(claim="S9", statement="s", kind=kind, params={}, measured=0, bound=1, verdict=verdict)
+    rule = {"rule": "report"} if kind == "report" else {"rule": "judged", "reason": "as the test says"}
+    return Record(
+        claim="S9",
+        key=kind,
+        statement="s",
+        kind=kind,
+        params={},
+        measured=0,
+        bound=1,
+        verdict=verdict,
+        **rule,
+    )
 
 
 def test_a_plugin_renders_on_its_own_page_never_on_the_labs(install_plugin, tmp_path, capsys):

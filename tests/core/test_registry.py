@@ -10,7 +10,15 @@ from lab.core.records import Record
 
 def _record(claim="Z9"):
     return Record(
-        claim=claim, statement="s", kind="premise", params={}, measured=0.0, bound=1.0, verdict="holds"
+        claim=claim,
+        key="k",
+        statement="s",
+        kind="premise",
+        params={},
+        measured=0.0,
+        bound=1.0,
+        verdict="holds",
+        rule="upper",
     )
 
 

@@ -32,6 +32,7 @@ def largest_deviation(seed: int, examples: int, *, broken: bool) -> Record:
     value, (n_experts, per_expert, scale, _) = found["deviation"]
     return upper_bound_record(
         claim=CLAIM,
+        key="control-crowded-expert" if broken else "balanced",
         statement=("mutant: one expert's tokens crowded onto another: " if broken else "") + STATEMENT,
         kind="negative-control" if broken else "premise",
         params={"examples": examples, "worst_N": n_experts, "worst_per_expert": per_expert},

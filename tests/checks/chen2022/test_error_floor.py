@@ -94,7 +94,9 @@ def test_b1_negative_control_routed_moe_breaks_the_identity(config, seed, data):
 def test_b2_error_floor_holds_for_every_f_when_d_alpha_equals_d_gamma(case):
     config, signals, f, rng = case
     estimate = error_rate(PatchAdditive(f), sample(config, signals, 3000, rng), STRICT)
-    record = error_floor.floor_record(kind="premise", statement="", params={}, estimate=estimate, bound=FLOOR)
+    record = error_floor.floor_record(
+        key="k", kind="premise", statement="", params={}, estimate=estimate, bound=FLOOR
+    )
     assert record.verdict == "holds", (estimate.rate, estimate.ci)
 
 
@@ -135,7 +137,7 @@ def test_b2_negative_control_disjoint_strengths_beat_the_floor(config, low_range
         PatchAdditive(attaining_witness(config, signals)), sample(config, signals, 3000, rng), STRICT
     )
     record = error_floor.floor_record(
-        kind="negative-control", statement="", params={}, estimate=estimate, bound=FLOOR
+        key="k", kind="negative-control", statement="", params={}, estimate=estimate, bound=FLOOR
     )
     assert record.verdict == "violated" and record.ok
 

@@ -15,11 +15,11 @@ def test_data_premise_holds_and_mutations_are_detected(seed):
     config = DataConfig(K=3, P=4, d=12)
     signals = make_signals(config, rng)
     good = sample(config, signals, 600, rng)
-    assert substrate.check_data_roles(config, good, signals, "premise").verdict == "holds"
+    assert substrate.check_data_roles(config, good, signals, "premise", "k").verdict == "holds"
     bad = substrate.sample_with_independent_noise_cluster(config, signals, 600, rng)
-    assert substrate.check_data_roles(config, bad, signals, "negative-control").verdict == "violated"
+    assert substrate.check_data_roles(config, bad, signals, "negative-control", "k").verdict == "violated"
     unscaled = substrate.sample_with_unscaled_noise(config, signals, 600, rng)
-    assert substrate.check_noise_variance(config, unscaled, "negative-control").verdict == "violated"
+    assert substrate.check_noise_variance(config, unscaled, "negative-control", "k").verdict == "violated"
 
 
 @given(seed=st.integers(0, 2**32 - 1))

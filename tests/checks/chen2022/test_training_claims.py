@@ -39,27 +39,30 @@ def test_lemma_d4_premise_and_same_init_control():
 
 
 def test_dispatch_entropy_check_and_its_control():
-    assert C.check_dispatch_entropy(dispatch_entropy, "premise", 60, 0).verdict == "holds"
-    control = C.check_dispatch_entropy(C.load_entropy, "negative-control", 60, 0)
+    assert C.check_dispatch_entropy(dispatch_entropy, "premise", 60, 0, "k").verdict == "holds"
+    control = C.check_dispatch_entropy(C.load_entropy, "negative-control", 60, 0, "k")
     assert control.verdict == "violated" and control.extra["counterexample"] is not None
 
 
 def test_sum_theta_along_a_run_and_its_controls():
     base = variant_config("paper", M=4, J=4, steps=40, eta=0.01, eta_r=2.0, record_every=40)
-    ok = C.check_sum_theta(base, 150, 0, "premise", "stated")
+    ok = C.check_sum_theta(base, 150, 0, "premise", "stated", "k")
     assert ok.verdict == "holds" and ok.measured < 1e-14
-    bad = C.check_sum_theta(dataclasses.replace(base, gate="sigmoid"), 150, 0, "negative-control", "sigmoid")
+    bad = C.check_sum_theta(
+        dataclasses.replace(base, gate="sigmoid"), 150, 0, "negative-control", "sigmoid", "k"
+    )
     assert bad.verdict == "violated" and bad.outcome == "detected"
 
 
 def test_theorem42_records_shape():
     cfg = variant_config("paper", M=4, J=4, steps=30, record_every=30)
-    records = C.theorem42_records(cfg, 150, [0, 1], "premise", "tiny")
+    records = C.theorem42_records(cfg, 150, [0, 1], "premise", "tiny", "tiny")
     assert [r.claim for r in records] == ["B9"] * 3
+    assert [r.key for r in records] == ["tiny-test-error", "tiny-expert-error", "tiny-routing"]
     assert all(r.ci is not None and 0 <= r.measured <= 1 for r in records)
     assert records[0].params["seeds"] == 2
     empty = C.theorem42_records(
-        dataclasses.replace(cfg, same_init=True), 150, [0], "negative-control", "same"
+        dataclasses.replace(cfg, same_init=True), 150, [0], "negative-control", "same", "same"
     )
     assert empty[1].measured == 1.0 and empty[1].verdict == "violated"
 
@@ -67,7 +70,7 @@ def test_theorem42_records_shape():
 def test_single_expert_check_detects_weak_feature_noise():
     """With γ ≪ α (D_α ≠ D_γ) a single cubic CNN beats 87.5 %: the B3 check reports it as violated."""
     weak = dataclasses.replace(data.setting(3), gamma=data.UniformRange(0.1, 0.5))
-    record = C.check_single("cubic", weak, 600, 120, 0, "negative-control")
+    record = C.check_single("cubic", weak, 600, 120, 0, "negative-control", "k")
     assert record.verdict == "violated" and record.measured > C.OPTIMAL_SINGLE
     assert math.isfinite(record.ci[0])
 
@@ -75,8 +78,8 @@ def test_single_expert_check_detects_weak_feature_noise():
 def test_single_expert_check_holds_for_a_trained_relu_cnn_and_refuses_one_at_chance():
     """B3 premise: a ReLU CNN read out a_j = ±1 learns (above chance) and stays ≤ 87.5 % on setting 3.
     Control: (3.1)'s plain sum of ReLU filters is ≥ 0 (one class for every x): not-applicable."""
-    premise = C.check_single("relu", data.setting(3), 600, 100, 0, "premise")
+    premise = C.check_single("relu", data.setting(3), 600, 100, 0, "premise", "k")
     assert premise.verdict == "holds" and premise.ok and premise.ci[0] > C.CHANCE
-    record = C.check_single("relu", data.setting(3), 600, 100, 0, "premise", readout="sum")
-    assert record.verdict == "not-applicable" and not record.ok
+    record = C.check_single("relu", data.setting(3), 600, 100, 0, "premise", "k", readout="sum")
+    assert record.verdict == "not-applicable" and not record.ok and record.rule == "judged"
     assert record.ci[0] <= C.CHANCE

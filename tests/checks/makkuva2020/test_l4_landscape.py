@@ -61,6 +61,7 @@ def test_d2_sgd_rate_rule_fails_with_the_wrong_sign_mu():
     )
     record = rates.rate_record(
         claim="D2",
+        key="k",
         statement="s",
         kind="negative-control",
         params={},

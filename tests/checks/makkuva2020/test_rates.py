@@ -18,7 +18,7 @@ def _verdict(outcomes, planned):
 def _verdict_of_counts(successes, instances, planned):
     outcomes = [True] * successes + [False] * (instances - successes)
     return rates.rate_record(
-        claim="X", statement="s", kind="premise", params={}, outcomes=outcomes, planned=planned
+        claim="X", key="k", statement="s", kind="premise", params={}, outcomes=outcomes, planned=planned
     ).verdict
 
 
@@ -33,7 +33,13 @@ def test_successes_needed_at_the_labs_level():
 
 def test_rate_record_is_decided_by_the_interval():
     record = rates.rate_record(
-        claim="X", statement="s", kind="premise", params={"a": 1}, outcomes=[True] * 11 + [False], planned=12
+        claim="X",
+        key="k",
+        statement="s",
+        kind="premise",
+        params={"a": 1},
+        outcomes=[True] * 11 + [False],
+        planned=12,
     )
     assert record.verdict == "holds" and record.measured == pytest.approx(11 / 12)
     assert record.ci == pytest.approx(clopper_pearson(11, 12, LEVEL)) and record.ci[0] >= 0.5

@@ -95,9 +95,9 @@ def test_plain_kth_largest_differs_from_kth_excluding_exactly_on_the_kept_expert
 
 def test_interval_record_holds_inside_and_fails_outside():
     counts = np.array([[500, 100]])
-    inside = nt.interval_record("C2", "s", "premise", np.array([[0.5, 0.1]]), counts, 1000, {})
+    inside = nt.interval_record("C2", "k", "s", "premise", np.array([[0.5, 0.1]]), counts, 1000, {})
     assert inside.verdict == "holds"
-    outside = nt.interval_record("C2", "s", "premise", np.array([[0.5, 0.2]]), counts, 1000, {})
+    outside = nt.interval_record("C2", "k", "s", "premise", np.array([[0.5, 0.2]]), counts, 1000, {})
     assert outside.verdict == "violated" and outside.extra["worst_pair"] == [0, 1]
     lo, hi = clopper_pearson(100, 1000, 1 - 0.01 / 2)
     assert outside.ci == pytest.approx((lo, hi)) and outside.extra["max_gap_outside_ci"] == pytest.approx(
@@ -118,7 +118,7 @@ def test_top1_membership_matches_lab_routing_gaussian():
         h[None, :], np.full((1, h.size), s), np.zeros((1, h.size)), 1, draws, 3, resample_all=True
     )
     record = nt.interval_record(
-        "C2", "lab.chen2022.routing Gaussian p_m", "premise", p[None, :], counts, draws, {}
+        "C2", "k", "lab.chen2022.routing Gaussian p_m", "premise", p[None, :], counts, draws, {}
     )
     assert record.verdict == "holds", record.extra
 
