@@ -8,7 +8,7 @@ import pytest
 
 from lab.cli.main import main
 from lab.core import registry
-from lab.core.records import Record
+from lab.core.records import upper_bound_record
 
 
 @pytest.mark.slow
@@ -43,7 +43,7 @@ def test_bad_arguments_exit_2_with_one_line(argv, capsys):
 
 def test_exit_code_reflects_unexpected_records(registered, capsys):
     def broken(seed, tier):
-        return Record(
+        return upper_bound_record(
             claim="Z1",
             key="k",
             statement="a premise that fails",
@@ -51,8 +51,6 @@ def test_exit_code_reflects_unexpected_records(registered, capsys):
             params={},
             measured=2.0,
             bound=1.0,
-            verdict="violated",
-            rule="upper",
         )
 
     registered(registry.Check("test.broken", ("Z1",), broken))
@@ -62,7 +60,7 @@ def test_exit_code_reflects_unexpected_records(registered, capsys):
 
 def test_finding_that_starts_holding_fails(registered, capsys):
     def resolved(seed, tier):
-        return Record(
+        return upper_bound_record(
             claim="Z2",
             key="k",
             statement="s",
@@ -70,8 +68,6 @@ def test_finding_that_starts_holding_fails(registered, capsys):
             params={},
             measured=0.0,
             bound=1.0,
-            verdict="holds",
-            rule="upper",
             finding="did not reproduce",
         )
 

@@ -5,20 +5,12 @@ import types
 import pytest
 
 from lab.core import registry
-from lab.core.records import Record
+from lab.core.records import upper_bound_record
 
 
 def _record(claim="Z9"):
-    return Record(
-        claim=claim,
-        key="k",
-        statement="s",
-        kind="premise",
-        params={},
-        measured=0.0,
-        bound=1.0,
-        verdict="holds",
-        rule="upper",
+    return upper_bound_record(
+        claim=claim, key="k", statement="s", kind="premise", params={}, measured=0.0, bound=1.0
     )
 
 
