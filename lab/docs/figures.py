@@ -20,6 +20,7 @@ from lab.docs.findings_chen import (
     PROOF_CHAIN_FITS,
     proof_chain_runs,
 )
+from lab.docs.findings_tables import GD_RATE_FIGURE, GD_RATE_SWEEPS, _gd_papers
 from lab.docs.markdown import fixed
 from lab.docs.results import Results
 
@@ -29,8 +30,11 @@ COLUMNS = 3
 
 
 def figure_paths(results: Results, folder: str | Path) -> list[Path]:
-    """The figures the committed results call for: the rates of Theorem 4.2's proof once its d study is in."""
-    return [] if results.proof_chain is None else [Path(folder) / PROOF_CHAIN_FIGURE]
+    """The figures the committed results call for: Theorem 4.2's rates, Table 11's plain-GD rate study."""
+    paths = [] if results.proof_chain is None else [Path(folder) / PROOF_CHAIN_FIGURE]
+    if any(name in results.sweeps for name, _ in GD_RATE_SWEEPS):
+        paths.append(Path(folder) / GD_RATE_FIGURE)
+    return paths
 
 
 def write_figures(results: Results, folder: str | Path) -> list[Path]:
@@ -40,8 +44,50 @@ def write_figures(results: Results, folder: str | Path) -> list[Path]:
         print(plots.PLOTS_HINT, file=sys.stderr)
         return []
     for path in paths:
-        rates_figure(results.proof_chain, path)
+        if path.name == Path(GD_RATE_FIGURE).name:
+            gd_rate_figure(results, path)
+        else:
+            rates_figure(results.proof_chain, path)
     return paths
+
+
+def gd_rate_figure(results: Results, path: str | Path) -> None:
+    """Table 11's plain GD: test accuracy against the experts' rate, one panel per variant swept."""
+    found = [(name, how) for name, how in GD_RATE_SWEEPS if name in results.sweeps]
+    plt = plots.pyplot()
+    fig, axes = plt.subplots(1, len(found), figsize=(6 * len(found), 4), squeeze=False)
+    papers = _gd_papers()
+    for ax, (name, how) in zip(axes[0], found, strict=True):
+        for (lb, label), colour in zip(
+            (("switch", "with LB"), ("none", "no LB")), ("tab:blue", "tab:orange"), strict=True
+        ):
+            runs = [r for r in results.sweeps[name]["runs"] if r["params"]["load_balancing"] == lb]
+            finite = [
+                (r["params"]["eta"], r["metrics"]["test_accuracy"])
+                for r in runs
+                if "test_accuracy" in r["metrics"]
+            ]
+            wild = [r["params"]["eta"] for r in runs if "diverged_at" in r["metrics"]]
+            if finite:
+                etas = sorted({e for e, _ in finite})
+                ax.scatter(*zip(*finite, strict=True), s=14, color=colour, alpha=0.4, linewidths=0)
+                ax.plot(
+                    etas,
+                    [np.mean([a for e, a in finite if e == x]) for x in etas],
+                    "o-",
+                    color=colour,
+                    label=label,
+                )
+            if wild:
+                ax.scatter(wild, [45.0] * len(wild), marker="x", color=colour, label=f"{label}: diverged")
+            ax.axhline(papers[lb][0], color=colour, ls="--", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("plain-GD expert rate η")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_title(f"Table 11, plain GD, {how} (dashed: the paper's rows)", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    plots.save_figure(fig, path)
 
 
 def rates_figure(report: dict, path: str | Path) -> list[str]:

@@ -66,3 +66,14 @@ def page(title: str, *parts: str) -> str:
 def anchor(name: str) -> str:
     """An explicit link target (stable whatever the heading says)."""
     return f'<a name="{name}"></a>'
+
+
+GRADES = ("proven", "measured", "conditional", "numerical note")
+
+
+def evidence(*parts: tuple[str, str]) -> str:
+    """A finding's first line, `Evidence: <grade> (what it rests on); …`, each grade one of `GRADES`."""
+    for grade, _ in parts:
+        if grade not in GRADES:
+            raise ValueError(f"evidence grade must be one of {GRADES}, got {grade!r}")
+    return "Evidence: " + "; ".join(f"**{grade}** ({detail})" for grade, detail in parts) + "."

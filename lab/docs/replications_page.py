@@ -7,6 +7,7 @@ import inspect
 import numpy as np
 
 from lab.chen2022 import replicate as chen
+from lab.chen2022.choices import declared
 from lab.docs.dtype_comparison import dtype_comparisons
 from lab.docs.markdown import anchor, fixed, num, page, table
 from lab.docs.results import Replication, Results, ResultsError
@@ -134,8 +135,30 @@ def _makkuva_section(rep: Replication) -> str:
     )
 
 
+def choices_table(target: str) -> str:
+    """The values a target's runs use, per variant, and where each comes from (`lab_choices.toml`)."""
+    rows = [
+        (
+            f"`{c.name}`",
+            c.values["paper"],
+            c.values["reference-code"],
+            c.source if c.source == "paper" else f"**{c.source}**",
+            c.reason,
+        )
+        for c in declared(target)
+    ]
+    return (
+        "Values the runs use, and where each comes from (`lab/chen2022/lab_choices.toml`; the values are "
+        "read from the runs' configurations). A value marked **lab** is the lab's choice, not the paper's; a "
+        "reference-code value that differs from the stated model's is the authors' code's:\n\n"
+        + table(("value", "stated model", "reference code", "source", "where stated, or why"), rows)
+    )
+
+
 def _target_section(target: str, help_text: str, files: list[Replication]) -> str:
     parts = [anchor(target), f"### {target}: {help_text}"]
+    if target != MAKKUVA_TARGET:
+        parts.append(choices_table(target))
     if not files:
         parts.append(
             "No committed runs yet. The paper's protocol (full tier, the stated model):\n\n"

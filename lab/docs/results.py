@@ -10,7 +10,9 @@ Layout of the results folder (default `results/`):
 - `mutation/summary.json` and `mutation/mutants.json`: the mutation score of the checks and tests per
   module group, and every sampled mutant, written by `nox -s mutation` (optional, read together);
 - `proof_chain/proof_chain.json`: the report of the d study of Theorem 4.2's proof, written by
-  `python -m lab sweep report sweeps/proof_chain.toml --out results/proof_chain` (optional).
+  `python -m lab sweep report sweeps/proof_chain.toml --out results/proof_chain` (optional);
+- `sweeps/<name>.json`: reports of the sensitivity and tightness sweeps, written by
+  `python -m lab sweep report sweeps/<name>.toml --out results/sweeps` (optional), by sweep name.
 
 Every problem with a file (missing when required, not JSON, a field missing or of the wrong type)
 is a `ResultsError` whose message starts with the file's path, so the command prints one line.
@@ -83,6 +85,7 @@ class Results:
     mutation: MutationRun | None = None
     proof_chain: dict[str, Any] | None = None
     timing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (file name, record)
+    sweeps: dict[str, dict[str, Any]] = field(default_factory=dict)  # sweep reports by sweep name
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -387,6 +390,17 @@ def load_proof_chain(path: Path) -> dict[str, Any] | None:
     return data
 
 
+def load_sweep_report(path: Path) -> dict[str, Any]:
+    """A committed sweep report (`lab.sweeps.report.build_report`), checked for its groups and runs."""
+    data = _read_json(path)
+    for key, kind in (("sweep", str), ("task", str), ("groups", list), ("runs", list), ("counts", dict)):
+        _need(path, data, key, kind)
+    for i, run in enumerate(data["runs"]):
+        _need(path, run, "params", dict, f"run {i}: ")
+        _need(path, run, "metrics", dict, f"run {i}: ")
+    return data
+
+
 def load_results(folder: str | Path) -> Results:
     """Read and check every results file under `folder`; raises `ResultsError` naming a bad file."""
     root = Path(folder)
@@ -397,4 +411,5 @@ def load_results(folder: str | Path) -> Results:
     bench = [load_bench(p) for p in sorted((root / "bench").glob("*.json"))]
     proof_chain = load_proof_chain(root / "proof_chain" / "proof_chain.json")
     timing = [(p.name, load_timing(p)) for p in sorted((root / "timing").glob("*.json"))]
-    return Results(verify, replications, bench, load_mutation(root / "mutation"), proof_chain, timing)
+    sweeps = {p.stem: load_sweep_report(p) for p in sorted((root / "sweeps").glob("*.json"))}
+    return Results(verify, replications, bench, load_mutation(root / "mutation"), proof_chain, timing, sweeps)
