@@ -33,12 +33,24 @@ F_m = Σ_i C_im⁴ and r_i = Σ_m π_m C_im², eq. (7) is
 whose gradient and Hessian are computed through C (∇_A = (∂L/∂C) A* + δA).
 
 What the regularisers must satisfy (derived from eq. 7, orthonormal A*; the paper only says
-μ, λ, δ > 0): on a ray a_i = c a_m* the quartic coefficient is π_m(λπ_m − μ), so
-(i) λ min_m π_m > μ, or L4 is unbounded below (λ = 0 always is); (ii) μ > 0, or the minimisers
-spread over several a_m* (μ < 0 rewards small Σ π_m C_im⁴); (iii) 0 < δ < 4λ min_m π_m: A = 0 is
-a stationary point with Hessian eigenvalues δ − 4λπ_m, a local minimum otherwise; δ > 0 is also
-the only force on the components of A outside span(A*). The global minimisers are
-a_i = ±c_m a*_{π(i)} with c_m² = (λπ_m − δ/4) / (π_m(λπ_m − μ)), i.e. D² = c_m² π_m =
+μ, λ, δ > 0). Necessary, each shown by one family of points:
+(i) λ min_m π_m > μ: on the ray a_i = c a_m* (other rows 0) eq. (7) is
+    π_m(λπ_m − μ) c⁴ + (δ/2 − 2λπ_m) c² + λk, unbounded below if λπ_m < μ (so for every μ > 0
+    when λ = 0), and at λπ_m = μ when δ < 4λπ_m;
+(ii) δ < 4λ min_m π_m, for minimisers a_i = ±c_m a*_{π(i)} with every c_m > 0: the same ray has
+    its minimum at c_m² = (λπ_m − δ/4) / (π_m(λπ_m − μ)), which is 0 when δ ≥ 4λπ_m;
+(iii) at k = 2 with π_1 = π_2, μ > −1: the rows ±c a_m* and the same rows turned by 45° in
+    span(a_1*, a_2*) share the λ and δ terms, and the quartic terms are −μc⁴ against (1 − μ)c⁴/2,
+    so for μ < −1 the turned rows are lower at every scale c (tested).
+A = 0 is a stationary point where the Hessian of eq. (7) has eigenvalues δ − 4λπ_m (k each, rows
+along a_m*) and δ (the k(d − k) directions outside span(A*); tested against finite differences).
+So A = 0 is a local minimum only if δ ≥ 4λ max_m π_m (a strict one if δ > 4λ max_m π_m), a saddle
+when 0 < δ < 4λ max_m π_m (a maximum within span(A*) when δ < 4λ min_m π_m): (ii) already rules
+out the minimum. δ > 0 is the only force on the components of A outside span(A*).
+Sufficient, not necessary: the paper's μ > 0 (with λ, δ chosen as in its Theorem 1) is what its
+proof uses; the D2 check's wrong-sign control finds spurious end points of GD at μ = −2 but none at
+μ = −0.5. The lab derives no sharp condition on μ for general k and π.
+With (i) and (ii) the global minimisers are a_i = ±c_m a*_{π(i)}, i.e. D² = c_m² π_m =
 (λπ_m − δ/4)/(λπ_m − μ) in Theorem 1 ((A†)ᵀ = P D Γ A*, Γ_mm = √π_m: the rows of A are
 scaled by 1/Γ, so A must be renormalised before it is used as a regressor estimate).
 
@@ -177,12 +189,13 @@ class L4Regularisers:
             raise ValueError(f"lam and delta must be >= 0, got lam={self.lam}, delta={self.delta}")
 
     def conditions(self, pi: np.ndarray) -> dict[str, bool]:
-        """The derived requirements (module docstring) for gate weights π = E[p*]."""
+        """The paper's μ > 0 (sufficient, not necessary) and the derived necessary conditions (module
+        docstring) for gate weights π = E[p*]."""
         least = float(np.min(pi))
         return {
-            "mu > 0": self.mu > 0,
+            "mu > 0 (the paper's)": self.mu > 0,
             "lam * min(pi) > mu (bounded below)": self.lam * least > self.mu,
-            "0 < delta < 4 lam min(pi) (A = 0 not a minimum)": 0 < self.delta < 4 * self.lam * least,
+            "0 < delta < 4 lam min(pi) (every c_m > 0)": 0 < self.delta < 4 * self.lam * least,
         }
 
 

@@ -221,6 +221,51 @@ def test_regulariser_conditions():
     )
 
 
+def _finite_difference_hessian(f, n: int, h: float = 1e-4) -> np.ndarray:
+    """Central second differences of f: R^n -> R at 0 (exact for a quartic up to O(h^2) round-off)."""
+    steps = h * np.eye(n)
+    H = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            pp, pm = f(steps[i] + steps[j]), f(steps[i] - steps[j])
+            mp, mm = f(-steps[i] + steps[j]), f(-steps[i] - steps[j])
+            H[i, j] = (pp - pm - mp + mm) / (4 * h * h)
+    return H
+
+
+@pytest.mark.parametrize("delta", [0.5, 1.0, 1.5, 2.5])
+def test_hessian_of_eq7_at_zero(delta):
+    """At A = 0 the Hessian of eq. (7) has eigenvalues δ − 4λπ_m (k each) and δ (k(d − k), outside span A*).
+
+    With 4λπ = (0.8, 1.2, 2): δ = 2.5 makes A = 0 a strict local minimum, δ = 1 and 1.5 a saddle (so
+    δ < 4λ min π is not what keeps A = 0 from being a minimum), δ = 0.5 a maximum within span(A*) and
+    still a saddle in the whole space."""
+    k, d, lam = 3, 6, 1.0
+    A_star, pi = np.eye(k, d), np.array([0.2, 0.3, 0.5])
+    reg = L4Regularisers(0.05, lam, delta)
+    H = _finite_difference_hessian(lambda v: float(population_l4(v.reshape(k, d), A_star, pi, reg)), k * d)
+    eigen = np.linalg.eigvalsh(H)
+    expected = np.sort(np.r_[np.repeat(delta - 4 * lam * pi, k), np.full(k * (d - k), delta)])
+    assert np.allclose(eigen, expected, atol=1e-6)
+    assert np.allclose(H, population_l4_hessian(np.zeros((k, d)), A_star, pi, reg), atol=1e-6)
+    assert (eigen.min() > 0) == (delta > 4 * lam * pi.max())  # else a saddle: δ > 0 outside span(A*)
+    assert (np.sum(eigen < 0) == k * k) == (delta < 4 * lam * pi.min())  # a maximum within span(A*)
+
+
+@pytest.mark.parametrize(("mu", "sparse_wins"), [(0.05, True), (-0.5, True), (-2.0, False)])
+def test_wrong_sign_mu_up_to_minus_one(mu, sparse_wins):
+    """k = 2, π = (½, ½): rows along a_1*, a_2* against the same rows turned by 45° in their span. The λ and δ
+    terms agree; the quartic ones are −μc⁴ and (1 − μ)c⁴/2, so the rows along A* win at every scale
+    exactly when μ > −1: μ > −1 is necessary there, μ > 0 (the paper's) is not."""
+    A_star, pi = np.eye(2, 4), np.array([0.5, 0.5])
+    reg = L4Regularisers(mu, 4.0, 2.0)
+    turned = np.array([[1.0, 1.0, 0, 0], [1.0, -1.0, 0, 0]]) / math.sqrt(2)
+    for c in (0.5, 1.0, 2.0):
+        gap = population_l4(c * turned, A_star, pi, reg) - population_l4(c * A_star, A_star, pi, reg)
+        assert gap == pytest.approx(c**4 * (1 + mu) / 2)
+        assert (gap > 0) == sparse_wins
+
+
 def test_transform_means_exact():
     rng = np.random.default_rng(4)
     A = rng.standard_normal((3, 4))
