@@ -24,6 +24,7 @@ from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
 from lab.core.records import jsonable
 from lab.core.registry import register_replication
+from lab.core.stats import clopper_pearson
 from lab.makkuva2020.fit import (
     em,
     gating_error,
@@ -171,6 +172,8 @@ def run_fig1(config: Fig1Config, seeds: list[int], progress: bool = False) -> li
 
 
 METHODS = (("ours", "L4 + L_log"), ("l2", "l2-SGD"), ("em", "EM"))
+# an init is recovered when it ends with E_reg and E_gating both at most this (the lab's threshold)
+RECOVERED_EPS = 0.05
 
 
 def fig1_table(runs: list[InitRun]) -> str:
@@ -189,12 +192,31 @@ def fig1_table(runs: list[InitRun]) -> str:
     return "\n".join(rows)
 
 
-def recovery_summary(runs: list[InitRun], eps: float = 0.05) -> str:
+def _recovery_counts(runs: list[InitRun], eps: float = RECOVERED_EPS) -> dict[str, dict]:
+    """Per method: the inits it ends recovered in (E_reg and E_gating <= eps) and
+    the 99 % Clopper–Pearson interval of its stuck rate (the fraction of inits not recovered)."""
+    out = {}
+    for key, _ in METHODS:
+        ok = sum(getattr(r, key).e_reg <= eps and getattr(r, key).e_gating <= eps for r in runs)
+        out[key] = {
+            "recovered": ok,
+            "inits": len(runs),
+            "stuck_ci_99": list(clopper_pearson(len(runs) - ok, len(runs), 0.99)),
+        }
+    return out
+
+
+def recovery_summary(runs: list[InitRun], eps: float = RECOVERED_EPS) -> str:
     """How many inits each method ends recovered in (E_reg and E_gating <= eps)."""
+    counts_by_method = _recovery_counts(runs, eps)
     parts = []
     for key, name in METHODS:
-        ok = sum(getattr(r, key).e_reg <= eps and getattr(r, key).e_gating <= eps for r in runs)
-        parts.append(f"{name} recovers A* and W* (E_reg, E_gating <= {eps}) in {ok}/{len(runs)} inits")
+        counts = counts_by_method[key]
+        parts.append(
+            f"{name} recovers A* and W* (E_reg, E_gating <= {eps}) in {counts['recovered']}/{len(runs)} "
+            f"inits (stuck rate's 99 % interval [{counts['stuck_ci_99'][0]:.3g}, "
+            f"{counts['stuck_ci_99'][1]:.3g}])"
+        )
     return "; ".join(parts) + "."
 
 
@@ -270,6 +292,8 @@ def _replicate(args) -> int:
                     "config": asdict(config),
                     "seed": args.seed,
                     "tier": args.tier,
+                    "recovered_eps": RECOVERED_EPS,
+                    "recovery": _recovery_counts(runs),
                     "runs": [
                         {key: asdict(getattr(r, key)) for key, _ in METHODS} | {"perm": r.perm} for r in runs
                     ],
