@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from lab.docs.bench_targets import named
-from lab.docs.evidence import extra, measured, missing, record, record_rows, records, verify_missing
+from lab.docs.evidence import extra, full_tier, measured, missing, record, record_rows, verify_missing
 from lab.docs.findings_chen import FINDINGS as CHEN_FINDINGS
-from lab.docs.markdown import anchor, fixed, num, page
+from lab.docs.markdown import anchor, evidence, fixed, interval, num, page
+from lab.docs.replications_page import MAKKUVA_TARGET, command
 from lab.docs.results import Results
 from lab.docs.timing_section import (
     PEAK_PREFIX,
@@ -17,6 +20,7 @@ from lab.docs.timing_section import (
     peak_benchmarks,
     target_status,
 )
+from lab.makkuva2020 import fig1
 
 INTRO = """\
 A finding is a place where the lab and a paper part ways: a bound that holds with room to spare, a
@@ -25,155 +29,415 @@ measured and links to the claim it belongs to. Every number is rendered from `re
 (the committed `verify` run) or from `results/replicate/`; where the committed results do not hold
 the measurement yet, the finding is stated without numbers, with the command that measures it.
 
-Premise records that carry a finding mark show the outcome `finding` in the claims pages: the paper's
-statement is checked as written, fails, and the lab expects it to fail."""
+Each finding opens with its evidence: **proven** (and where the proof lives), **measured** (the sizes,
+the number of instances and the interval), **conditional** (on a value the lab chose where the paper
+is silent, and what a study over that value says, or that none was run) or **numerical note** (a
+floating-point effect, not a property of the mathematics). In the record tables, `measured` is the
+number a check computes (its claim page says what it counts), `bound` the value it is held against
+and `slack` = bound ÷ measured, the room an upper bound leaves. Premise records that carry a finding
+mark show the outcome `finding` in the claims pages: the paper's statement is checked as written,
+fails, and the lab expects it to fail."""
 
 
-def _makkuva_marked(results: Results) -> list[dict]:
-    return [r for claim in ("D2", "D3", "D4", "D6") for r in records(results, claim) if r.get("finding")]
+def _finding(name: str, title: str, grade: str, *paragraphs: str) -> str:
+    """One finding: its anchor, its `###` heading, the Evidence line, then its text."""
+    return "\n\n".join([anchor(name), f"### {title}", grade, *paragraphs])
 
 
 def makkuva(results: Results) -> str:
-    marked = _makkuva_marked(results)
-    text = [
-        anchor("makkuva"),
-        "## Makkuva et al. 2020",
-        "Four statements, checked as written, do not hold (claims [D2](claims/makkuva2020.md#d2), "
-        "[D3](claims/makkuva2020.md#d3), [D4](claims/makkuva2020.md#d4), "
-        "[D6](claims/makkuva2020.md#d6)):",
-    ]
-    if marked:
-        text.append(record_rows(marked))
-        text += [f"- **{r['claim']}**, {r['statement']}: {r['finding']}" for r in marked]
-    else:
-        text.append(verify_missing("D2,D3,D4,D6"))
-    text += _makkuva_details(results)
-    return "\n\n".join(text)
+    return "\n\n".join(
+        [
+            anchor("makkuva"),
+            "## Makkuva et al. 2020",
+            "Three statements, checked as written, do not hold (claims [D3](claims/makkuva2020.md#d3), "
+            "[D4](claims/makkuva2020.md#d4) and [D6](claims/makkuva2020.md#d6)); a fourth, on the sample "
+            "loss ([D2](claims/makkuva2020.md#d2)), is a matter of scope: Theorem 2 does not claim what the "
+            "sample loss lacks. Notation of Sec. 3–4: π_m = E[p_m*(x)] is expert m's average gate weight; μ, "
+            "λ and δ weight the three regularising terms of eq. (6) (δ the ridge δ/2‖A‖²); E_reg = 1 − "
+            "max over permutations of min_i |⟨a_i, a*_π(i)⟩| (rows of unit norm) and E_gating the same for "
+            "the gating rows (Sec. 4).",
+            *_makkuva_details(results),
+        ]
+    )
 
 
 def _makkuva_details(results: Results) -> list[str]:
-    out = []
+    return [
+        _gru(results),
+        _sample_loss(results),
+        _regularisers(results),
+        _contraction(results),
+        _conventions(results),
+        _em(results),
+        _eq7_assumptions(results),
+        _q4_constant(results),
+        _rates(results),
+    ]
+
+
+def _gru(results: Results) -> str:
+    before = record(results, "D6", contains="any weights")
+    after = record(results, "D6", contains="reset-after")
     restricted = record(results, "D6", contains="exactly if")
-    if restricted is not None:
-        out.append(
-            "**Eq. (4).** Coordinate i of the GRU update agrees with the mixture only if "
-            "Σ_j (W_h)_ij (r_j − r_i) h_j = 0. In the three restricted cases (scalar state, diagonal W_h, "
-            f"a reset gate constant across coordinates) the largest gap over Hypothesis examples is "
-            f"{num(restricted['measured'])}; with sigmoid gates eq. (4) is exactly the average of its "
-            "binary version over independent Bernoulli gates, not the sigmoid GRU itself."
+    bernoulli = record(results, "D6", contains="Bernoulli gates")
+    found = [before, after, restricted, bernoulli]
+    params = next((r["params"] for r in found if r is not None), {})
+    grade = evidence(
+        (
+            "proven",
+            "with binary r, coordinate i of r ⊙ (W_h h) is (W_h h)_i where r_i = 1 and 0 where r_i = 0, so "
+            "g(U_h x + r ⊙ (W_h h)) = (1 − r) ⊙ g(U_h x) + r ⊙ g(U_h x + W_h h) coordinate by coordinate",
+        ),
+        (
+            "measured",
+            f"the largest gap over {params.get('examples', '?')} Hypothesis examples per case, state sizes "
+            f"{params.get('sizes', '?')}, entries in {params.get('entries', '?')}, g = "
+            f"{params.get('act', '?')}: a maximum over a search, no interval",
+        ),
+    )
+    text = (
+        "Sec. 2 writes the GRU (Cho et al., 2014) with the reset before W_h, "
+        "h̃_t = g(U_h x_t + W_h (r_t ⊙ h_{t−1})), and with binary gates obtains eq. (4), "
+        "h_t = (1 − z_t) ⊙ h_{t−1} + z_t ⊙ ((1 − r_t) ⊙ g(U_h x_t) + r_t ⊙ g(U_h x_t + W_h h_{t−1})). "
+        "Eq. (4) is an exact identity for the reset-after GRU, h̃ = g(U_h x + r ⊙ (W_h h)), the form cuDNN "
+        "and PyTorch use; only the reset-before form that Sec. 2 writes breaks it: there coordinate i agrees "
+        "with eq. (4) only if Σ_j (W_h)_ij (r_j − r_i) h_j = 0, as in three restricted cases (a scalar "
+        "state, a diagonal W_h, a reset gate constant across coordinates). So the GRU is a hierarchical "
+        "MoE as Sec. 2 says; the slip is in how it writes the GRU. With sigmoid gates eq. (4) is exactly "
+        "the average of its binary version over independent Bernoulli gates, not the sigmoid GRU itself "
+        "(the D6 control)."
+    )
+    names = ("reset-before", "reset-after", "the restricted cases", "the Bernoulli average")
+    gaps = [f"{name} {num(r['measured'])}" for name, r in zip(names, found, strict=True) if r is not None]
+    parts = [text] + ([f"Largest gaps: {', '.join(gaps)}.", record_rows(found)] if gaps else [])
+    if None in found:
+        parts.append(verify_missing("D6"))
+    return _finding("makkuva-eq4", "Eq. (4) and the GRU", grade, *parts)
+
+
+def _sample_loss(results: Results) -> str:
+    scope = record(results, "D2", "report", contains="negative quartic")
+    sgd = record(results, "D2", contains="SGD on eq. (6)")
+    title = "The sample L4: global statements need a bounded domain"
+    grade = evidence(
+        (
+            "proven",
+            "eq. (7) has no quartic term outside span(A*) (there C = A A*ᵀ = 0), so the sample coefficient "
+            "is an average of zero-mean terms",
+        ),
+        (
+            "measured",
+            f"{scope['params']['directions']} random unit directions v ⊥ span(A*), one sample of "
+            f"n = {scope['params']['n']} at k = 3 (the D2 report): a fraction, no interval"
+            if scope is not None
+            else "random unit directions v ⊥ span(A*), one sample at k = 3: the D2 report, not in the "
+            "committed results yet",
+        ),
+    )
+    text = (
+        'Theorem 2 (Sec. 3) says that whenever n ≥ poly(d, 1/ε), "L̂ inherits the same landscape '
+        'properties as that of L established in Theorem 1 with high probability": a statement about its '
+        "approximate second-order stationary points, not a lower bound; and L̂ is not bounded below. "
+        "Along A = t·v e_1ᵀ with v ⊥ span(A*), L̂ = a t⁴ + b t² + λk, and the quartic coefficient "
+        "a = −μ·mean(Q4 t2) + λ·mean(Q2 t3)² is a zero-mean fluctuation of order n^(-1/2). So the runaway "
+        "directions lie outside span(A*), and global statements about the sample loss need a bounded domain."
+    )
+    if scope is None:
+        return _finding("makkuva-sample-l4", title, grade, text, verify_missing("D2"))
+    numbers = (
+        f"A fraction {num(scope['measured'])} of the directions have a < 0 (the most negative a: "
+        f"{num(extra(scope, 'min_coefficient'))})"
+    )
+    if extra(scope, "t_escape") is not None:
+        numbers += (
+            f"; along that one L̂ at t = 1.2·{num(extra(scope, 't_escape'))} lies "
+            f"{num(-extra(scope, 'lhat_far_minus_lhat_glob'))} below its value at eq. (7)'s global minimiser"
         )
-    unbounded = record(results, "D2", contains="bounded below")
-    if unbounded is not None:
-        p = unbounded["params"]
-        out.append(
-            "**The sample L4 is unbounded below for every n.** Outside the span of the regressors its "
-            "quartic coefficient is a zero-mean fluctuation of order n^(-1/2); at n = "
-            f"{p.get('n', '?')}, a fraction {num(unbounded['measured'])} of "
-            f"{p.get('directions', '?')} random directions have a negative coefficient (the most "
-            f"negative: {num(extra(unbounded, 'min_coefficient'))}). "
-            "Full-batch descent on a fixed sample can run off to infinity; online SGD with fresh batches "
-            "and a large enough ridge δ does not."
+    numbers += (
+        ". Full-batch descent on one fixed sample can therefore run off to infinity. The lab's SGD draws a "
+        "fresh batch at every step"
+        + (
+            f" and recovers A* in a fraction {measured(sgd)} of the D2 premise's runs (99 % interval)."
+            if sgd is not None
+            else "."
         )
+    )
+    return _finding("makkuva-sample-l4", title, grade, text, numbers)
+
+
+def _regularisers(results: Results) -> str:
     wrong_mu = record(results, "D2", "negative-control", contains="mu = -2")
     no_lam = record(results, "D2", "negative-control", contains="lam = 0")
     milder = extra(wrong_mu, "mu_minus_half")
-    if wrong_mu is not None and no_lam is not None:
-        sentence = (
-            "**What the regularisers must satisfy.** The paper asks only μ, λ, δ > 0. The lab derives "
-            "λ·min π > μ (else eq. (7) is unbounded below) and 0 < δ < 4λ·min π (else A = 0 is a local "
-            f"minimum). With μ = −2, {num(wrong_mu['measured'])} end points of gradient descent are "
-            f"spurious; with λ = 0, {num(no_lam['measured'])} end at a degenerate point."
+    inits = (wrong_mu or {}).get("params", {}).get("inits", "?")
+    grade = evidence(
+        (
+            "proven",
+            "the conditions and the Hessian at A = 0 in the docstring of `lab/makkuva2020/losses.py`; the "
+            "eigenvalues checked against finite differences in `tests/makkuva2020/test_makkuva_losses.py`",
+        ),
+        (
+            "measured",
+            f"gradient descent on eq. (7) from {inits} random inits per k ∈ {{2, 3}} for each regulariser "
+            "(the D2 controls), end points counted",
+        ),
+    )
+    text = (
+        "The paper asks only that μ, λ, δ > 0 (after eq. (6)). From eq. (7) with orthonormal A* the lab "
+        "derives two necessary conditions: λ·min π_m > μ (else eq. (7) is unbounded below along some a_m*) "
+        "and δ < 4λ·min π_m (else the minimum along some a_m* is at 0, and that regressor is not recovered). "
+        "A = 0 is a stationary point whose Hessian has the eigenvalues δ − 4λπ_m (rows along a_m*) and δ "
+        "(directions outside span(A*)): it is a local minimum only when δ ≥ 4λ·max π_m, and a saddle when "
+        "0 < δ < 4λ·max π_m. The paper's μ > 0 is what its proof uses, sufficient and not necessary; the "
+        "lab derives μ > −1 as necessary at k = 2 with π_1 = π_2 (the rows turned by 45° in "
+        "span(a_1*, a_2*) are lower for μ < −1) and no sharp condition on μ in general."
+    )
+    if wrong_mu is None or no_lam is None:
+        return _finding(
+            "makkuva-regularisers", "What the regularisers must satisfy", grade, text, verify_missing("D2")
         )
-        if isinstance(milder, dict) and "spurious_sosp" in milder:
-            sentence += (
-                f" A positive μ is not necessary: with μ = −0.5, {milder['spurious_sosp']} of "
-                f"{milder.get('sosp', '?')} end points are spurious."
-            )
-        out.append(sentence)
+    numbers = (
+        f"With μ = −2, {num(wrong_mu['measured'])} end points of gradient descent are spurious; with "
+        f"λ = 0, {num(no_lam['measured'])} end at a degenerate point"
+    )
+    if isinstance(milder, dict) and "spurious_sosp" in milder:
+        numbers += (
+            f"; with μ = −0.5, {milder['spurious_sosp']} of {milder.get('sosp', '?')} end points are spurious"
+        )
+    return _finding("makkuva-regularisers", "What the regularisers must satisfy", grade, text, numbers + ".")
+
+
+def _contraction(results: Results) -> str:
+    little_o = record(results, "D3", contains="o_sigma")
     rho = record(results, "D3", contains="contracts")
-    if rho is not None:
-        out.append(
-            f"**Contraction of L_log.** The fitted contraction factor is {measured(rho)}, beside "
-            f"{num(extra(rho, 'rho_predicted_from_hessian'))} predicted from the Hessian at W*; it does not "
-            "vanish as σ → 0 for a fixed step (the finding above)."
-        )
+    inits = (rho or {}).get("params", {}).get("inits", "?")
+    title = "Theorem 3: ρ_σ does not vanish for a fixed step"
+    grade = evidence(
+        (
+            "proven",
+            "near W* fixed-step GD contracts by max_h |1 − αh| over the Hessian's eigenvalues h, at least "
+            "(κ_F − 1)/(κ_F + 1) for condition number κ_F whatever α; the σ → 0 Hessian is the gate Fisher "
+            "information (docstring of `gate_fisher_information`, `lab/makkuva2020/gated_regression.py`)",
+        ),
+        (
+            "measured",
+            "κ_F by Gauss–Hermite quadrature at the paper's W*; the fitted contraction over "
+            f"{inits} inits of the quick tier, with its 99 % interval",
+        ),
+    )
+    text = (
+        'Theorem 3 (Sec. 3) states ‖W_t − W*‖ ≤ (ρ_σ)^t ‖W_0 − W*‖ + κ ε_reg Σ_τ (ρ_σ)^τ "for any step '
+        'size 0 < α ≤ α_0 and noise variance σ² < σ_0²", with "ρ_σ = o_σ(1)". As σ → 0 the Hessian of '
+        "L_log at W* tends to the softmax-gate Fisher information, whose condition number κ_F exceeds 1, so "
+        "the contraction of GD with any fixed step stays above (κ_F − 1)/(κ_F + 1) > 0: ρ_σ does not vanish."
+    )
+    if little_o is None or rho is None:
+        return _finding("makkuva-contraction", title, grade, text, verify_missing("D3"))
+    numbers = (
+        f"κ_F = {num(extra(little_o, 'kappa'))}, so the floor is {num(little_o['measured'])}. At σ = "
+        f"{num(rho['params'].get('sigma'))} the fitted contraction factor is {measured(rho)}, beside "
+        f"{num(extra(rho, 'rho_predicted_from_hessian'))} predicted from the Hessian at W*."
+    )
+    return _finding("makkuva-contraction", title, grade, text, numbers, record_rows([little_o, rho]))
+
+
+def _conventions(results: Results) -> str:
+    rho = record(results, "D3", contains="contracts")
     radius = record(results, "D3", "negative-control")
-    if rho is not None and radius is not None:
-        out.append(
-            "**Conventions the paper leaves open.** W* is defined only up to a common shift: an estimate "
-            "whose experts come in another order has its own reference expert, so L_log converges to a "
-            "re-referenced W* and the gating error must use it. The paper's projection radius R = 1 does "
-            "not cover the re-referenced W* when the reference expert moves; the lab uses "
-            f"R = {num(rho['params'].get('R'))}. A radius that misses W* stalls: plateau ratio "
-            f"{num(radius['measured'])} against the {num(radius['bound'])} that convergence needs."
+    title = "Conventions the paper leaves open: W*'s reference expert and the radius R"
+    grade = evidence(
+        (
+            "conditional",
+            "on the lab's re-referenced W* and its radius R; the D3 control with R = min‖w*‖/2 is the only "
+            "other radius run, no sweep over R",
         )
-    em = record(results, "D4", contains="EM")
-    per_init = extra(em, "per_init")
-    if isinstance(per_init, list) and per_init and all("EM" in row for row in per_init):
-        e_reg = [row["EM"][0] for row in per_init]
-        out.append(
-            f"**EM.** From the same {len(per_init)} inits EM ends with E_reg between {num(min(e_reg))} and "
-            f"{num(max(e_reg))} (L4 + L_log: mean {_first(em)}); Fig. 1's stuck EM does not reproduce here."
+    )
+    text = (
+        "W* is defined only up to a common shift: an estimate whose experts come in another order has its "
+        "own reference expert, so L_log converges to a re-referenced W* and the gating error must use it. "
+        'The paper\'s projection radius R = 1 (Sec. 3: results "stated for R = 1 for simplicity") does not '
+        "cover the re-referenced W* when the reference expert moves."
+    )
+    if rho is None or radius is None:
+        return _finding("makkuva-conventions", title, grade, text, verify_missing("D3"))
+    numbers = (
+        f"The lab uses R = {num(rho['params'].get('R'))}. A radius that misses W* stalls: plateau ratio "
+        f"{num(radius['measured'])} against the {num(radius['bound'])} that convergence needs."
+    )
+    return _finding("makkuva-conventions", title, grade, text, numbers)
+
+
+def _em(results: Results) -> str:
+    rep = full_tier(results, MAKKUVA_TARGET)
+    quick = [record(results, "D4", contains=f"{name} gets stuck") for name in ("EM", "l2-SGD")]
+    title = 'Fig. 1: "EM gets stuck" does not reproduce with the lab\'s EM'
+    quote = (
+        'Sec. 4 compares "1) EM algorithm", SGD on the ℓ2-loss of eq. (5) and "3) SGD on our losses L4 '
+        'and L_log"; "For all the methods, we ran 5 independent trials and plotted the mean error", and it '
+        'reads Fig. 1a as "SGD on ℓ2-loss as well as EM get stuck in local optima"; "For ℓ2 and the EM '
+        'algorithm, the gating parameters W are learnt jointly with regressors A." It does not say which '
+        "EM, on how many samples, for how many iterations, nor in how many of the 5 trials a method is stuck."
+    )
+    if rep is None or "recovery" not in rep.payload:
+        grade = evidence(
+            (
+                "conditional",
+                "on the lab's EM (WLS experts, IRLS gates, σ² estimated); Sec. 4 does not specify one",
+            )
         )
+        return _finding(
+            "makkuva-em", title, grade, quote, missing(command(MAKKUVA_TARGET)), record_rows(quick)
+        )
+    config, recovery = rep.payload["config"], rep.payload["recovery"]
+    em, inits = recovery["em"], recovery["em"]["inits"]
+    grade = evidence(
+        (
+            "conditional",
+            f"on the lab's EM: WLS experts, IRLS gates, σ² estimated, n = {config['em_n']} points, "
+            f"{config['em_iters']} iterations (`lab/makkuva2020/fit.py`); no sensitivity study over the EM "
+            "variant, n or the iterations was run",
+        ),
+        (
+            "measured",
+            f"{inits} initializations at the full tier, seed {rep.payload['seed']} (`results/replicate/"
+            f"{rep.name}`): EM stuck in {inits - em['recovered']} of {inits}, 99 % Clopper–Pearson interval "
+            f"{interval(em['stuck_ci_99'])}",
+        ),
+    )
+    eps = rep.payload.get("recovered_eps")
+    e_reg = [run["em"]["e_reg"] for run in rep.payload["runs"]]
+    counts = "; ".join(
+        f"{name} {recovery[key]['recovered']} (stuck rate {interval(recovery[key]['stuck_ci_99'])})"
+        for key, name in fig1.METHODS
+    )
+    numbers = (
+        f"An init counts as recovered when E_reg and E_gating are both ≤ {num(eps)} (the lab's threshold). "
+        f"From the same {inits} inits ([replications](replications.md#makkuva-fig1)) the methods end "
+        f"recovered in: {counts}. EM's E_reg ends between {num(min(e_reg))} and {num(max(e_reg))}. So the "
+        "lab's EM does not get stuck at this size; whether the paper's EM does, its text does not let one "
+        "tell. The quick-tier D4 check runs "
+        + (f"{quick[0]['params'].get('inits', '?')}" if quick[0] is not None else "a few")
+        + " inits; its record below says only that EM is not stuck in those, with the wide interval so "
+        "few inits allow."
+    )
+    return _finding("makkuva-em", title, grade, quote, numbers, record_rows(quick))
+
+
+def _eq7_assumptions(results: Results) -> str:
     gaps = [
         record(results, "D1", "negative-control", contains=c) for c in ("a_1* = w_1*", "two-Gaussian-mixture")
     ]
     mixture = record(results, "D5", contains="mu, I)")
-    if all(g is not None for g in gaps):
-        sentence = (
-            "**Eq. (7) needs regressors orthogonal to the gates and Gaussian inputs**, as stated: the gap "
-            f"L4 − eq. (7) is {measured(gaps[0])} with a regressor along a gating vector and "
-            f"{measured(gaps[1])} under a Gaussian mixture."
+    title = "Eq. (7) needs regressors orthogonal to the gates and Gaussian inputs, as stated"
+    sizes = [f"n = {g['params'].get('n')} with {g['params'].get('reps')} repetitions" for g in gaps if g]
+    grade = evidence(
+        (
+            "measured",
+            "the gap L4 − eq. (7) at " + " and ".join(sizes) + ", 99 % t-intervals; the recovery rate under "
+            f"the mixture over {(mixture or {}).get('params', {}).get('instances', '?')} instances, 99 % "
+            "Clopper–Pearson interval",
         )
-        if mixture is not None:
-            sentence += (
-                " L4 still recovers the regressors under the mixture of Sec. 4.1 in most instances, with a "
-                f"bias floor: the recovery rate is {measured(mixture)} at 99 %, and "
-                f"the largest E_reg over the instances is {num(extra(mixture, 'max_e_reg'))}."
-            )
-        out.append(sentence)
+    )
+    if None in gaps:
+        return _finding("makkuva-eq7-assumptions", title, grade, verify_missing("D1,D5"))
+    text = (
+        f"The gap L4 − eq. (7) is {measured(gaps[0])} with a regressor along a gating vector and "
+        f"{measured(gaps[1])} under a Gaussian mixture."
+    )
+    if mixture is not None:
+        text += (
+            " L4 still recovers the regressors under the mixture of Sec. 4.1 in most instances, with a bias "
+            f"floor: the recovery rate is {measured(mixture)}, and the largest E_reg over the instances is "
+            f"{num(extra(mixture, 'max_e_reg'))}."
+        )
+    return _finding("makkuva-eq7-assumptions", title, grade, text)
+
+
+def _q4_constant(results: Results) -> str:
     q4 = record(results, "D1", contains="Q4")
     q4_mix = record(results, "D1", "negative-control", contains="Q4")
-    if q4 is not None and q4_mix is not None:
-        out.append(
-            "**Q4's constant.** The paper's constant term of Q4 differs from the Hermite form; for Gaussian "
-            f"inputs that changes nothing (difference {measured(q4)}), under the mixture it shifts L4 by "
-            f"exactly {num(q4_mix['measured'])}."
-        )
-    out.append(
-        "**Typical, not certain.** Recovery in the relaxed settings of Sec. 4.1 (D5) and by SGD on L4 "
-        "(D2) fails in some random instances, so those premises are rates over instances with a 99% "
-        'Clopper–Pearson interval, judged against the rate 1/2 ("typically recovers"; the paper gives '
-        "no frequency). Their verdicts are the same at every base seed 0–19 (a slow test checks it)."
+    title = "Q4's constant term"
+    grade = evidence(
+        (
+            "proven",
+            "the constant multiplies E[t1] and E[t2], which vanish for Gaussian x; under a mixture the "
+            "shift is the constant times `transform_means` (docstrings of `lab/makkuva2020/losses.py`)",
+        ),
+        ("measured", "the Gaussian difference over the D1 sample sizes, 99 % t-interval"),
     )
-    return out
+    text = (
+        "The paper prints Q4's constant as 3 + 3σ⁴ − 6σ² (Sec. 3, g = Id); the Hermite form that makes "
+        "E[Q4(y)] = 0 is 3(1 + σ²)²."
+    )
+    if q4 is None or q4_mix is None:
+        return _finding("makkuva-q4", title, grade, text, verify_missing("D1"))
+    text += (
+        f" For Gaussian inputs the choice changes nothing (difference {measured(q4)}); under the mixture it "
+        f"shifts L4 by exactly {num(q4_mix['measured'])}."
+    )
+    return _finding("makkuva-q4", title, grade, text)
 
 
-def _first(em: dict | None) -> str:
-    ours = extra(em, "mean_ours")
-    return num(ours[0]) if isinstance(ours, list) and ours else "-"
+def _rates(results: Results) -> str:
+    grade = evidence(
+        (
+            "conditional",
+            'on the lab\'s reading of "typically recovers" as a rate of at least 1/2 (the paper gives no '
+            "frequency); no study over that threshold was run, and the intervals are shown so that another "
+            "threshold can be read off them",
+        ),
+        ("measured", "the verdicts at base seeds 0–19 of the quick tier, `tests/checks/makkuva2020`, slow"),
+    )
+    return _finding(
+        "makkuva-rates",
+        "Typical, not certain",
+        grade,
+        "Recovery in the relaxed settings of Sec. 4.1 (D5) and by SGD on L4 (D2) fails in some random "
+        "instances, so those premises are rates over instances with a 99 % Clopper–Pearson interval, judged "
+        "against the rate 1/2. Their verdicts are the same at every base seed 0–19 (a slow test checks it).",
+    )
 
 
 def shazeer(results: Results) -> str:
     gate = record(results, "C1", contains="numpy")
-    text = [
-        anchor("shazeer"),
-        "## Shazeer et al. 2017",
-        "- **The importance loss cannot balance a top-1 router.** For k = 1 the gate is one-hot and "
-        "piecewise constant in the logits, so the importance loss has zero gradient everywhere: it "
-        "cannot balance a Switch-style or Chen-style router. Shown by "
-        "`pytest tests/shazeer2017/test_gating.py -k vanishes_for_top1`.",
-        '- **"Exactly k non-zeros" holds for the support, not always for the values.** A kept gate '
-        "further below the row maximum than the logarithm of the smallest positive double underflows "
-        "to 0, although it is kept. Shown by `pytest tests/shazeer2017/test_gating.py -k underflows`"
-        + (
-            f"; the C1 check finds {num(gate['measured'])} counterexamples to the support property "
-            f"over {extra(gate, 'examples_tried')} examples with ties and huge gaps."
-            if gate is not None
-            else "."
+    smallest = math.ulp(0.0)  # exp(x) rounds to 0 below log(smallest) − log(2)
+    top1 = _finding(
+        "importance-top1",
+        "The importance loss cannot balance a top-1 router",
+        evidence(
+            (
+                "proven",
+                "for k = 1 the gate G(x) is the one-hot vector of argmax H(x), piecewise constant in the "
+                "logits; checked by `pytest tests/shazeer2017/test_gating.py -k vanishes_for_top1`",
+            )
         ),
-    ]
-    return "\n\n".join(text)
+        "Importance(X) = Σ_x G(x) then changes only where the argmax changes, so the importance loss has "
+        "zero gradient wherever it has one (everywhere but the ties): it cannot balance a Switch-style or "
+        "Chen-style router.",
+    )
+    support = (
+        f"the support property: {extra(gate, 'examples_tried')} Hypothesis examples with ties and ±10⁶ "
+        f"gaps, {num(gate['measured'])} counterexamples (a search, no interval)"
+        if gate is not None
+        else "the support property: the C1 check, not in the committed results yet"
+    )
+    exactly_k = _finding(
+        "exactly-k",
+        '"Exactly k non-zeros": the support has k entries, the values can underflow',
+        evidence(
+            (
+                "numerical note",
+                f"exp of a kept logit more than {num(math.log(2) - math.log(smallest))} below the row "
+                f"maximum is below half the smallest positive double ({num(smallest)}) and rounds to 0; not "
+                "a property of the gate",
+            ),
+            ("measured", support),
+        ),
+        "KeepTopK sets all but the k largest logits to −∞, so in exact arithmetic G has exactly k "
+        "non-zeros. In floating point a kept gate far enough below the row maximum underflows to 0 although "
+        "it is kept. Shown by `pytest tests/shazeer2017/test_gating.py -k underflows`.",
+    )
+    return "\n\n".join([anchor("shazeer"), "## Shazeer et al. 2017", top1, exactly_k])
 
 
 def performance(results: Results) -> str:
@@ -190,16 +454,24 @@ def performance(results: Results) -> str:
             + missing("nox -s bench\npython -m lab bench-report --summary results/bench/summary.json")
         )
         return "\n\n".join(text)
+    machine = results.bench[0].payload["machine"]
+    rounds = sorted({b["rounds"] for b in rows if b.get("rounds")})
+    scope = (
+        f"one benchmark run on {machine.get('cpu', '?')} ({machine.get('cores', '?')} cores), the "
+        f"minimum time over {rounds[0]}–{rounds[-1]} rounds per kernel; no interval"
+        if rounds
+        else "one benchmark run, minimum times; no interval"
+    )
     best = sorted(fractions.items(), key=lambda kv: (-kv[1], kv[0]))
-    text.append(
+    rates = [
         "Fraction of the one-thread DGEMM rate per kernel in the committed benchmark summary "
         "([performance](performance.md)): "
         + ", ".join(f"`{k}` {num(100 * v)} %" for k, v in best)
         + f"; median over kernels {num(100 * float(np.median(list(fractions.values()))))} %."
-    )
+    ]
     peaks = {dtype: b for dtype, b in peak_benchmarks(results).items() if b.get("fraction_of_dgemm")}
     if peaks:
-        text.append(
+        rates.append(
             "The one-thread DGEMM rate is not the machine's limit: one core's peak multiply-add rate "
             "(independent vector FMAs, the same run) is "
             + ", ".join(
@@ -208,6 +480,9 @@ def performance(results: Results) -> str:
             )
             + "."
         )
+    grade = evidence(("measured", scope))
+    text.append(_finding("kernel-rates", "Kernel rates against one-thread DGEMM", grade, *rates))
+    step_text = []
     step = next((b for b in rows if b["kernel"] == "algorithm1_step"), None)
     twin = next((b for b in rows if b["kernel"] == "algorithm1_step_numpy"), None)
     if step is not None and step.get("min_ms"):
@@ -217,12 +492,17 @@ def performance(results: Results) -> str:
         )
         if twin is not None and twin.get("min_ms"):
             sentence += f", {num(twin['min_ms'] / step['min_ms'])}× faster than its NumPy twin"
-        text.append(sentence + ".")
+        step_text.append(sentence + ".")
     if sentence := _step_bound(rows):
-        text.append(sentence)
-    text += [
+        step_text.append(sentence)
+    if step_text:
+        text.append(_finding("algorithm1-step", "Algorithm 1's step", grade, *step_text))
+    times = [
         sentence for name, record in results.timing if (sentence := _replication_time(results, name, record))
     ]
+    if times:
+        grade = evidence(("measured", "one timed invocation per file under `results/timing`, no interval"))
+        text.append(_finding("replication-time", "Replication wall time", grade, *times))
     return "\n\n".join(text)
 
 

@@ -13,11 +13,11 @@ from lab.makkuva2020.losses import L4Regularisers
     ("claim", "outcomes"),
     [
         ("D1", ["pass", "pass", "detected", "detected", "detected"]),
-        ("D2", ["pass", "pass", "detected", "detected", "finding"]),
+        ("D2", ["pass", "pass", "detected", "detected", "report"]),
     ],
 )
 def test_check_outcomes(makkuva_records, claim, outcomes):
-    """Each premise passes (or is a known finding) and each negative control is detected."""
+    """Each premise passes, each negative control is detected, and D2 reports the sample loss's scope."""
     records = makkuva_records(claim)
     assert [r.outcome for r in records] == outcomes and all(r.ok for r in records)
     assert all(r.params["delta"] == REG.delta for r in records if "delta" in r.params)
@@ -28,9 +28,9 @@ def test_d1_gap_record_detects_a_shifted_limit():
     rng = np.random.default_rng(0)
     noise = rng.standard_normal(20)
     record = l4_landscape._gap_record
-    assert record("premise", "s", {}, noise - noise.mean()).verdict == "holds"
-    assert record("premise", "s", {}, noise + 5.0).verdict == "violated"
-    assert record("premise", "s", {}, noise - noise.mean(), also=False).verdict == "violated"
+    assert record("k", "premise", "s", {}, noise - noise.mean()).verdict == "holds"
+    assert record("k", "premise", "s", {}, noise + 5.0).verdict == "violated"
+    assert record("k", "premise", "s", {}, noise - noise.mean(), rate_ok=False).verdict == "violated"
 
 
 def test_d1_along_w_control_has_the_power_it_lacked(makkuva_records):
@@ -52,6 +52,15 @@ def test_d2_sgd_recovery_is_a_rate(makkuva_records):
     assert sgd.params["instances"] == sgd.params["planned_instances"] == 12
     assert sgd.bound == 0.5 and sgd.ci[0] >= 0.5 and len(sgd.extra["runs"]) == 12
     assert {r["k"] for r in sgd.extra["runs"]} == {2, 3}
+
+
+def test_d2_sample_loss_scope_is_a_report(makkuva_records):
+    """Thm 2 claims no lower bound: the negative quartic directions are reported, not judged."""
+    scope = makkuva_records("D2")[-1]
+    assert scope.kind == "report" and scope.extra["category"] == "scope" and scope.finding is None
+    assert 0.0 < scope.measured < 1.0 and scope.params["directions"] == 64
+    # a direction with a negative coefficient runs below the global minimiser's sample loss
+    assert scope.extra["min_coefficient"] < 0.0 and scope.extra["lhat_far_minus_lhat_glob"] < 0.0
 
 
 def test_d2_sgd_rate_rule_fails_with_the_wrong_sign_mu():
