@@ -327,8 +327,13 @@ least one negative control; a claim whose premises hold without a negative-contr
    verdict from the interval's upper end and computes the slack), `lower_bound_record` for a floor,
    `report_record` for a measurement no verdict can judge. Monte-Carlo quantities get an interval
    from `lab.core.stats` (`clopper_pearson`, `hoeffding`, `normal_mean`) with the sample size in
-   `params`; exact comparisons state their round-off allowance in `params` too. Signatures:
-   [the API a check uses](#api).
+   `params`; exact comparisons state their round-off allowance in `params` too. Every record names a
+   `key` (lowercase `[a-z0-9.-]`, unique within its claim and the same at every seed, e.g. `attained`,
+   `control-sigmoid-gate`) by which the docs find it, and the `rule` its verdict follows from: the
+   helpers set it (`upper`, `lower`, `strict-lower`, `report`); a `Record` built directly states it
+   (`upper`, `strict-upper`, `lower`, `strict-lower`, `not-below`, `equal`, or `judged` with a
+   `reason`), and a verdict its numbers contradict is refused. Keys of `extra` are identifiers.
+   Signatures: [the API a check uses](#api).
 3. **Register it under a stable name:**
 
    ```python
