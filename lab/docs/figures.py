@@ -14,7 +14,7 @@ import numpy as np
 
 from lab.core import plots
 from lab.core.stats import power_law_fit
-from lab.docs.findings_chen import (
+from lab.docs.findings_chain import (
     PROOF_CHAIN_E3_RATIO,
     PROOF_CHAIN_FIGURE,
     PROOF_CHAIN_FITS,

@@ -12,7 +12,7 @@ from lab.cli.bench_report import summary
 from lab.cli.main import main
 from lab.core import plots
 from lab.docs.figures import rates_figure
-from lab.docs.findings_chen import PROOF_CHAIN_E3_RATIO, PROOF_CHAIN_FITS
+from lab.docs.findings_chain import PROOF_CHAIN_E3_RATIO, PROOF_CHAIN_FITS
 from lab.docs.render import differences, render_all
 from lab.docs.results import PROOF_CHAIN_RATES, load_proof_chain
 
