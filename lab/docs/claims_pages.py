@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from lab.chen2022.choices import CHOICES
 from lab.chen2022.proof_steps import CATEGORIES, PROOF_STEPS
 from lab.core.registry import claim_order
 from lab.docs.catalogue import BY_ID, PAPERS, SUBSTRATE, paper_of
@@ -160,6 +161,8 @@ def _claim_section(
     if entry is not None and entry.also:
         lines.append(f"- **See also:** {entry.also}")
     lines.append("")
+    if chosen := check_choices(claim_id, records):
+        lines += [chosen, ""]
     if records:
         lines += [f"Latest verdicts ({outcome_summary(records)}):", "", verdict_table(records)]
     elif checks:
@@ -223,6 +226,23 @@ def proof_steps_section(claim_ids: set[str]) -> str:
 def anchor_id(lemma: str) -> str:
     """`E.12` -> `e-12`: a link target for a proof step."""
     return lemma.lower().replace(".", "-")
+
+
+def check_choices(claim_id: str, records: list[dict[str, Any]]) -> str:
+    """The values a training check's records state, each with its source (`lab/chen2022/lab_choices.toml`)."""
+    entries = CHOICES.get("check", {}).get(claim_id, {})
+    rows = []
+    for name, entry in entries.items():
+        values = sorted({r["params"][name] for r in records if r.get("params", {}).get(name) is not None})
+        if values:
+            shown = ", ".join(num(v) if isinstance(v, float) else str(v) for v in values)
+            source = entry["source"] if entry["source"] == "paper" else f"**{entry['source']}**"
+            rows.append((code(name), shown, source, entry.get("where") or entry.get("why")))
+    if not rows:
+        return ""
+    return "Values the check's runs use (from its records), and where each comes from:\n\n" + table(
+        ("value", "in the records", "source", "where stated, or why"), rows
+    )
 
 
 def claims_page(paper_key: str, results: Results, checks: list[CheckInfo]) -> str:
