@@ -6,10 +6,13 @@ import nox
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
+nox.options.default_venv_backend = "uv|virtualenv"  # uv builds the environments in seconds where installed
+
+CONSTRAINTS = "constraints.txt"  # the committed lock of the numeric stack; `nox -s lock` refreshes it
 
 
 def _install(session: nox.Session, extras: str = "test") -> None:
-    session.install("-e", f".[{extras}]")
+    session.install("-c", CONSTRAINTS, "-e", f".[{extras}]")
 
 
 @nox.session
@@ -100,6 +103,28 @@ def mutation(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check."""
-    session.install("ruff")
+    session.install("-c", CONSTRAINTS, "ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(default=False)
+def lock(session: nox.Session) -> None:
+    """Refresh constraints.txt from pyproject.toml's dependencies and extras with uv, for Python 3.11 and
+    later; existing pins are kept unless asked (`nox -s lock -- --upgrade`, `-- --upgrade-package numpy`)."""
+    session.install("uv")
+    session.run(
+        "uv",
+        "pip",
+        "compile",
+        "pyproject.toml",
+        "--all-extras",
+        "--universal",
+        "--python-version",
+        "3.11",
+        "--no-header",
+        "--quiet",
+        "-o",
+        CONSTRAINTS,
+        *session.posargs,
+    )
