@@ -103,12 +103,14 @@ The numbers in these pages are rendered from files committed under `results/`; n
 
 - `results/verify.json`: every record of one `verify` run, with its seed, tier and versions. Written
   by `{verify}`.
-- `results/replicate/TARGET.json`: one replication, its configuration and every run record. Written
-  by `python -m lab replicate TARGET --seeds 10 --out results/replicate` (`TARGET_reference-code.json`
+- `results/replicate/TARGET.json`: one replication, its configuration and every run's configuration,
+  seed, final metrics, timing and code fingerprint (no per-step series but a single CNN's loss).
+  Written by `python -m lab replicate TARGET --seeds 10 --out results/replicate` (`TARGET_reference-code.json`
   for `--variant reference-code`, `TARGET_float32.json` for `--dtype float32`).
-- `results/replicate/runs/`: one file per finished run, written by the same command, so a
-  replication resumes where it stopped. `--jobs N` trains N runs at once, each process with
-  1/N of the cores for its kernels; a run's numbers do not depend on how many threads it had.
+- `results/replicate/runs/` (git-ignored, not committed): one file per finished run, written by the
+  same command, so a replication resumes where it stopped; without it, `replicate` reads the runs
+  from the committed summaries and trains only the runs they do not hold from the current code.
+  `--jobs N` trains N runs at once, each process with 1/N of the cores for its kernels; a run's numbers do not depend on how many threads it had.
 - `results/bench/summary.json`: one benchmark run, per kernel the times, GFLOP/s, the fraction of the
   one-thread DGEMM rate and the machine. Written by `nox -s bench` followed by
   `python -m lab bench-report --summary results/bench/summary.json`.
@@ -232,12 +234,17 @@ runs single-threaded (BLAS through `threadpoolctl`, Numba through `numba.set_num
 
 Every stored result also records a fingerprint of the code that produced it: a hash of the source of
 every science module the task imports, directly or not (`lab/kernels`, `lab/chen2022`,
-`lab/makkuva2020`, `lab/shazeer2017`), and of the NumPy, SciPy and Numba versions. A result whose
+`lab/makkuva2020`, `lab/shazeer2017`), taken over their syntax trees without docstrings, comments or
+layout, so a docstring edit keeps results current. Library versions are recorded with each result but
+are not part of the fingerprint: other NumPy, SciPy or Numba versions (or another CPU family) can
+move a number by rounding, not a verdict. A result whose
 fingerprint differs from the current code's is *stale*: `sweep status` and `sweep report` count it as
 such and never average it, and the next `sweep run` computes it again. An edit to a module the task
 does not import leaves its results current (a tested property). To keep old results on purpose, for
 example after a change you know does not move the numbers, pass `--keep-stale` to `run`, `status` and
-`report`. The replication targets do the same with their run files (`replicate --keep-stale`).
+`report`. The replication targets do the same with their run files (`replicate --keep-stale`), and
+`replicate ... --recertify N` reruns a seeded sample of N stale runs and re-stamps the rest only if
+every rerun is identical.
 
 The store is a SQLite file marked as the lab's (its application id). A file that is not the lab's
 store, a damaged one and an emptied one are refused with one line naming the file, and left untouched;

@@ -233,7 +233,8 @@ def replications_page(results: Results) -> str:
         "does.\n\n"
         "The paper's protocol is the `full` tier (the training and test sizes of App. A.2) with "
         f"{PAPER_SEEDS} seeds per cell. Runs resume: each finished run is kept under "
-        "`results/replicate/runs/`, so raising `--seeds` later only computes the missing seeds."
+        "`results/replicate/runs/` (git-ignored), so raising `--seeds` later only computes the missing "
+        "seeds; the committed summaries hold every run the pages read."
     )
     status = table(
         ("target", "what", "committed files"),
