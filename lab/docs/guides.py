@@ -105,12 +105,14 @@ The numbers in these pages are rendered from files committed under `results/`; n
   by `{verify}`.
 - `results/replicate/TARGET.json`: one replication, its configuration and every run's configuration,
   seed, final metrics, timing and code fingerprint (no per-step series but a single CNN's loss).
-  Written by `python -m lab replicate TARGET --seeds 10 --out results/replicate` (`TARGET_reference-code.json`
-  for `--variant reference-code`, `TARGET_float32.json` for `--dtype float32`).
+  Written by `python -m lab replicate TARGET --seeds 10 --out results/replicate`
+  (`TARGET_reference-code.json` for `--variant reference-code`, `TARGET_float32.json` for
+  `--dtype float32`).
 - `results/replicate/runs/` (git-ignored, not committed): one file per finished run, written by the
   same command, so a replication resumes where it stopped; without it, `replicate` reads the runs
   from the committed summaries and trains only the runs they do not hold from the current code.
-  `--jobs N` trains N runs at once, each process with 1/N of the cores for its kernels; a run's numbers do not depend on how many threads it had.
+  `--jobs N` trains N runs at once, each process with 1/N of the cores for its kernels; a run's
+  numbers do not depend on how many threads it had.
 - `results/bench/summary.json`: one benchmark run, per kernel the times, GFLOP/s, the fraction of the
   one-thread DGEMM rate and the machine. Written by `nox -s bench` followed by
   `python -m lab bench-report --summary results/bench/summary.json`.
