@@ -13,7 +13,8 @@ FINDINGS = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
 def _sections(text: str) -> list[tuple[str, str]]:
     """(heading, first paragraph after it) of every `### ` finding."""
     parts = re.split(r"^### (.+)$", text, flags=re.M)
-    return [(head, body.strip().split("\n\n")[0]) for head, body in zip(parts[1::2], parts[2::2], strict=True)]
+    pairs = zip(parts[1::2], parts[2::2], strict=True)
+    return [(head, body.strip().split("\n\n")[0]) for head, body in pairs]
 
 
 def test_every_finding_opens_with_an_evidence_line_of_known_grades():
