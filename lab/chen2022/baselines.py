@@ -25,8 +25,20 @@ from lab.chen2022.data import Dataset, Signals
 from lab.chen2022.metrics import accuracy
 from lab.chen2022.plan import resolve
 from lab.chen2022.training import Batch, TrainConfig, init_experts, prepare
+from lab.core import validate
 from lab.core.progress import Progress
 from lab.kernels.activations import ODD_ACTIVATIONS
+
+__all__ = [
+    "SIGNED_READOUT",
+    "SINGLE_REFERENCE_CODE",
+    "STOPPING",
+    "SingleConfig",
+    "SingleResult",
+    "single_accuracy",
+    "single_config",
+    "train_single",
+]
 
 
 @dataclass(frozen=True)
@@ -57,12 +69,12 @@ class SingleConfig:
 
     def __post_init__(self) -> None:
         for name in ("lr", "adam_eps"):
-            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
-                raise ValueError(f"{name} must be a positive finite number, got {getattr(self, name)!r}")
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
-        if not all(0.0 <= b < 1.0 for b in self.betas) or len(self.betas) != 2:
-            raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
+            validate.real(getattr(self, name), name, low=0.0, low_open=True)
+        validate.real(self.weight_decay, "weight_decay", low=0.0)
+        if not isinstance(self.betas, tuple | list) or len(self.betas) != 2:
+            raise TypeError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
+        for b in self.betas:
+            validate.real(b, "betas", low=0.0, high=1.0, high_open=True)
         if self.stopping not in STOPPING:
             raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {self.stopping!r}")
         if isinstance(self.stop_start, bool) or not isinstance(self.stop_start, int) or self.stop_start < 0:
@@ -116,8 +128,7 @@ def single_config(variant: str = "paper", **overrides: Any) -> SingleConfig:
     `readout` is given: (3.1)'s plain sum of ReLU filters is ≥ 0 and cannot classify. For odd σ and
     a symmetric init the two readouts are the same model in law (a_j σ(z) = σ(a_j z)).
     """
-    if variant not in ("paper", "reference-code"):
-        raise ValueError(f"variant must be 'paper' or 'reference-code', got {variant!r}")
+    validate.choice(variant, "variant", ("paper", "reference-code"))
     base: dict[str, Any] = dict(SINGLE_REFERENCE_CODE) if variant == "reference-code" else {}
     if overrides.get("activation", SingleConfig.activation) not in ODD_ACTIVATIONS:
         base["readout"] = SIGNED_READOUT
@@ -137,6 +148,12 @@ class SingleResult:
     history: dict[str, list] = field(default_factory=dict)
 
 
+def _config(cfg: object) -> None:
+    """A `SingleConfig`, or anything that quacks like one (its `expert_config` and Adam's numbers)."""
+    if not callable(getattr(cfg, "expert_config", None)):
+        raise TypeError(f"cfg must be a SingleConfig, got {type(cfg).__name__}")
+
+
 @threadpool_limits.wrap(limits=1, user_api="blas")
 def train_single(
     data: Dataset,
@@ -148,7 +165,16 @@ def train_single(
 ) -> SingleResult:
     """Adam on the full batch for one CNN (options resolved once); deterministic for `seed`.
 
-    `signals` are the data's (Def. 3.1), needed by `cfg.structured`."""
+    `signals` are the data's (Def. 3.1), needed by `cfg.structured`. data a `Dataset`, cfg a
+    `SingleConfig`, seed an integer >= 0, progress a bool, batch a prepared `Batch` or None."""
+    validate.instance(data, "data", Dataset)
+    _config(cfg)
+    validate.integer(seed, "seed", low=0)
+    validate.flag(progress, "progress")
+    if batch is not None:
+        validate.instance(batch, "batch", Batch)
+    if signals is not None:
+        validate.instance(signals, "signals", Signals)
     start = time.perf_counter()
     ecfg = cfg.expert_config()
     plan = resolve(ecfg)
@@ -185,6 +211,9 @@ def train_single(
 
 
 def single_accuracy(result: SingleResult, test: Batch, cfg: SingleConfig) -> float:
-    """Test accuracy (%) of a trained single CNN: P(y f(x) > 0)."""
+    """Test accuracy (%) of a trained single CNN: P(y f(x) > 0); result of `train_single`, test a `Batch`."""
+    validate.instance(result, "result", SingleResult)
+    validate.instance(test, "test", Batch)
+    _config(cfg)
     f, _ = resolve(cfg.expert_config()).experts.forward(test.xk, result.W, np.zeros(test.n, dtype=np.int64))
     return 100.0 * accuracy(test.y * f)

@@ -1,12 +1,39 @@
-"""The data distribution D of Chen et al. 2022, Definition 3.1, with the settings 1–4 of App. A.2."""
+"""The data distribution D of Chen et al. 2022, Definition 3.1, with the settings 1–4 of App. A.2.
+
+Configurations, signals and the sampler check their arguments (`lab.core.validate`): counts are
+integers, strengths and σ_p finite and positive, signals finite orthonormal-shaped arrays
+matching the config, rng a NumPy Generator; the error names the argument and what is allowed.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 
+from lab.core import validate
+from lab.core.errors import InputError
+
 FEATURE, CENTER, FEATURE_NOISE = 0, 1, 2  # patch roles; the other P - 3 patches are noise
+
+__all__ = [
+    "CENTER",
+    "FEATURE",
+    "FEATURE_NOISE",
+    "SETTINGS",
+    "SIGNAL_ROLES",
+    "DataConfig",
+    "Dataset",
+    "Signals",
+    "StructuredBatch",
+    "UniformRange",
+    "make_signals",
+    "sample",
+    "setting",
+    "structure",
+]
 
 
 @dataclass(frozen=True)
@@ -17,13 +44,18 @@ class UniformRange:
     high: float
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.low) and np.isfinite(self.high)):
-            raise ValueError(f"uniform range must be finite, got ({self.low}, {self.high})")
+        for name in ("low", "high"):
+            value = getattr(self, name)
+            if isinstance(value, bool | np.bool_) or not isinstance(value, Real | np.integer | np.floating):
+                raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+            if not math.isfinite(value):
+                raise InputError(f"{name} must be finite, got uniform range ({self.low}, {self.high})")
         if not 0.0 < self.low < self.high:
-            raise ValueError(f"uniform range needs 0 < low < high, got low={self.low}, high={self.high}")
+            raise InputError(f"low must satisfy 0 < low < high, got low={self.low}, high={self.high}")
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return rng.uniform(self.low, self.high, size=n)
+        validate.generator(rng)
+        return rng.uniform(self.low, self.high, size=validate.integer(n, "n", low=0))
 
 
 @dataclass(frozen=True)
@@ -42,17 +74,14 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         for name, value, least in (("K", self.K, 2), ("P", self.P, 3)):
-            if not isinstance(value, int | np.integer) or value < least:
-                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
-        if not isinstance(self.d, int | np.integer) or self.d < 2 * self.K:
-            raise ValueError(f"d must be an integer >= 2K = {2 * self.K}, got {self.d!r}")
+            validate.integer(value, name, low=least)
+        if validate.integer(self.d, "d") < 2 * self.K:
+            raise InputError(f"d must be an integer >= 2K = {2 * self.K}, got {self.d!r}")
         for name in ("alpha", "beta", "gamma"):
-            if not isinstance(getattr(self, name), UniformRange):
-                raise TypeError(f"{name} must be a UniformRange, got {type(getattr(self, name))}")
-        if not (np.isfinite(self.sigma_p) and self.sigma_p > 0):
-            raise ValueError(f"sigma_p must be a positive finite number, got {self.sigma_p}")
-        if self.signals not in ("orthonormal", "one-hot"):
-            raise ValueError(f"signals must be 'orthonormal' or 'one-hot', got {self.signals!r}")
+            validate.instance(getattr(self, name), name, UniformRange)
+        validate.real(self.sigma_p, "sigma_p", low=0.0, low_open=True)
+        validate.choice(self.signals, "signals", ("orthonormal", "one-hot"))
+        validate.flag(self.shuffle, "shuffle")
 
 
 SETTINGS = {
@@ -65,21 +94,34 @@ SETTINGS = {
 
 def setting(number: int) -> DataConfig:
     """Preset for setting 1–4 of App. A.2 (K = 4, P = 4, d = 50)."""
+    if isinstance(number, bool | np.bool_) or not isinstance(number, int | np.integer):
+        raise TypeError(
+            f"number must be a setting, one of 1, 2, 3, 4, got {type(number).__name__} {number!r}"
+        )
     if number not in SETTINGS:
-        raise ValueError(f"setting must be one of 1, 2, 3, 4, got {number!r}")
-    return SETTINGS[number]
+        raise InputError(f"number must be a setting, one of 1, 2, 3, 4, got {number!r}")
+    return SETTINGS[int(number)]
 
 
 @dataclass(frozen=True)
 class Signals:
-    """Feature signals v_k (rows of V) and cluster centres c_k (rows of C), 2K orthonormal vectors."""
+    """Feature signals v_k (rows of V) and cluster centres c_k (rows of C), 2K orthonormal vectors.
+
+    V and C are real finite arrays of one shape (K, d), K, d >= 1 (checked, never copied)."""
 
     V: np.ndarray
     C: np.ndarray
 
+    def __post_init__(self) -> None:
+        V = validate.array(self.V, "V", ndim=2, labels="(K, d)", nonempty=(0, 1), cast=False)
+        C = validate.array(self.C, "C", ndim=2, labels="(K, d)", cast=False)
+        validate.same_shape("C", C, V.shape, "(K, d) of V")
+
 
 def make_signals(config: DataConfig, rng: np.random.Generator) -> Signals:
     """2K orthonormal signals: a random orthonormal frame (QR of a Gaussian matrix) or one-hot."""
+    validate.instance(config, "config", DataConfig)
+    validate.generator(rng)
     K, d = config.K, config.d
     if config.signals == "one-hot":
         basis = np.eye(d)[: 2 * K]
@@ -109,9 +151,14 @@ class Dataset:
 
 
 def sample(config: DataConfig, signals: Signals, n: int, rng: np.random.Generator) -> Dataset:
-    """Draw n iid pairs (x, y) from D of Def. 3.1."""
-    if not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    """Draw n iid pairs (x, y) from D of Def. 3.1.
+
+    config a `DataConfig`, signals a `Signals` with finite V, C of shape (K, d) from the config,
+    n an integer >= 1, rng a NumPy Generator."""
+    validate.instance(config, "config", DataConfig)
+    _signals(signals, config)
+    n = validate.integer(n, "n", low=1)
+    validate.generator(rng)
     K, P, d = config.K, config.P, config.d
     k = rng.integers(0, K, size=n)
     k_noise = (k + rng.integers(1, K, size=n)) % K  # uniform over the K - 1 others
@@ -129,6 +176,17 @@ def sample(config: DataConfig, signals: Signals, n: int, rng: np.random.Generato
     x = x[np.arange(n)[:, None], order]
     positions = np.argsort(order, axis=1)[:, :3]  # where each role landed
     return Dataset(x, y, k, k_noise, eps, alpha, beta, gamma, positions)
+
+
+def _signals(signals: object, config: DataConfig | None = None) -> Signals:
+    """A `Signals` whose V and C are still finite (arrays can change after construction) and, with a
+    config, of its shape (K, d)."""
+    validate.instance(signals, "signals", Signals)
+    for name in ("V", "C"):
+        a = validate.array(getattr(signals, name), f"signals.{name}", ndim=2, labels="(K, d)", cast=False)
+        if config is not None:
+            validate.same_shape(f"signals.{name}", a, (config.K, config.d), "(K, d) of the config")
+    return signals
 
 
 SIGNAL_ROLES = (FEATURE, CENTER, FEATURE_NOISE)  # the S = 3 patches that are a scalar times a signal
@@ -168,9 +226,17 @@ class StructuredBatch:
 
 
 def structure(data: Dataset, signals: Signals) -> StructuredBatch:
-    """The structure of samples drawn by `sample` from their latents (Def. 3.1); draws nothing."""
-    n, P, _ = data.x.shape
+    """The structure of samples drawn by `sample` from their latents (Def. 3.1); draws nothing.
+
+    data a `Dataset` from `sample` and signals the `Signals` it was drawn with (shape (K, d) with
+    the data's d, cluster labels in [0, K))."""
+    validate.instance(data, "data", Dataset)
+    _signals(signals)
+    n, P, d = data.x.shape
     K = signals.V.shape[0]
+    validate.same_shape("signals.V", signals.V, (K, d), f"(K, d) with d = {d} from data.x")
+    for name in ("cluster", "noise_cluster"):
+        validate.integers(getattr(data, name), f"data.{name}", ndim=1, low=0, high=K, bound=f"K={K}")
     index = np.stack([data.cluster, K + data.cluster, data.noise_cluster], axis=1)
     scale = np.stack([data.y * data.alpha, data.beta, data.eps * data.gamma], axis=1)
     is_noise = np.ones((n, P), dtype=bool)

@@ -5,6 +5,10 @@ Theorem 4.1), polynomials in projections (`ProjectionPolynomial`) and discontinu
 on projections (`ProjectionLookup`, which covers thresholds and sign), with random members of each
 family on the signal directions v_k, c_k. Every f gives the same bits for a patch wherever it sits
 in the batch, which the orbit identity of `lab.chen2022.patchwise` needs.
+
+Constructors and functions check their arguments (`lab.core.validate`): real finite arrays of the
+documented shapes (no bool, complex or string arrays, no NaN or inf), integer counts, activation
+names, scales finite and >= 0. Calling an f checks the patches z once (`projections`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.chen2022.data import Signals
+from lab.core import validate
+from lab.core.errors import InputError
 from lab.kernels.activations import ACTIVATIONS, activation
+
+__all__ = [
+    "ALIGNED_COSINE",
+    "CNNFilter",
+    "PatchFunction",
+    "ProjectionLookup",
+    "ProjectionPolynomial",
+    "projections",
+    "random_cnn",
+    "random_lookup",
+    "random_polynomial",
+    "signal_directions",
+]
 
 # |cos(z, u)| above which a patch counts as aligned with u: signal patches reach 1 − O(d·u), while
 # a Gaussian noise patch gets there with probability ~ (2·10⁻⁹)^((d−1)/2), nil even for d = 4.
@@ -24,13 +43,11 @@ ALIGNED_COSINE = 1.0 - 1e-9
 PatchFunction = Callable[[np.ndarray], np.ndarray]
 
 
-def _array(value, name: str, ndim: int, dtype=float) -> np.ndarray:
-    array = np.asarray(value, dtype=dtype)
-    if array.ndim != ndim:
-        raise ValueError(f"{name} must be a {ndim}-d array, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must be finite")
-    return array
+def _array(value, name: str, labels: str) -> np.ndarray:
+    """A real finite array of shape `labels` (e.g. "(J, d)"), as float64 (the conversion the classes made)."""
+    ndim = len([axis for axis in labels.strip("()").split(",") if axis.strip()])
+    validate.array(value, name, ndim=ndim, labels=labels, cast=False)
+    return np.asarray(value, dtype=float)
 
 
 def _contract(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -44,10 +61,18 @@ def _contract(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def projections(U: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """⟨u_i, z⟩ for every row u_i of U and patch z: (..., d) → (..., m), the same bits anywhere in z."""
+    """⟨u_i, z⟩ for every row u_i of U and patch z: (..., d) → (..., m), the same bits anywhere in z.
+
+    U (m, d) and z (..., d) real and finite."""
+    return _projections(_array(U, "U", "(m, d)"), z)
+
+
+def _projections(U: np.ndarray, z) -> np.ndarray:
+    """`projections` for a checked U: z is checked here (once per call of an f)."""
+    validate.array(z, "z", min_ndim=1, labels="(..., d)", cast=False)
     z = np.asarray(z, dtype=float)
-    if z.ndim < 1 or z.shape[-1] != U.shape[1]:
-        raise ValueError(f"patches must have last axis d = {U.shape[1]}, got shape {z.shape}")
+    if z.shape[-1] != U.shape[1]:
+        raise InputError(f"z must be patches with last axis d = {U.shape[1]}, got shape {z.shape}")
     return _contract(z, U)
 
 
@@ -61,19 +86,18 @@ class CNNFilter:
     act: str = "linear"
 
     def __post_init__(self) -> None:
-        W = _array(self.W, "W", 2)
-        b, a = _array(self.b, "b", 1), _array(self.a, "a", 1)
+        W = _array(self.W, "W", "(J, d)")
+        b, a = _array(self.b, "b", "(J,)"), _array(self.a, "a", "(J,)")
         if b.shape != (W.shape[0],) or a.shape != (W.shape[0],):
             raise ValueError(f"b and a must have shape (J,) = ({W.shape[0]},), got {b.shape}, {a.shape}")
-        if self.act not in ACTIVATIONS:
-            raise ValueError(f"act must be one of {sorted(ACTIVATIONS)}, got {self.act!r}")
+        validate.choice(self.act, "act", ACTIVATIONS)
         object.__setattr__(self, "W", W)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "a", a)
 
     def __call__(self, z: np.ndarray) -> np.ndarray:
         sigma, _ = activation(self.act)
-        return _contract(sigma(projections(self.W, z) + self.b), self.a)
+        return _contract(sigma(_projections(self.W, z) + self.b), self.a)
 
     def describe(self) -> str:
         return f"{self.act} CNN, {self.W.shape[0]} filters with biases"
@@ -88,10 +112,11 @@ class ProjectionPolynomial:
     coef: np.ndarray
 
     def __post_init__(self) -> None:
-        U, coef = _array(self.U, "U", 2), _array(self.coef, "coef", 1)
-        exponents = _array(self.exponents, "exponents", 2, dtype=np.int64)
-        if exponents.shape != (coef.shape[0], U.shape[0]) or np.any(exponents < 0):
-            raise ValueError(
+        U, coef = _array(self.U, "U", "(m, d)"), _array(self.coef, "coef", "(T,)")
+        exponents = validate.integers(self.exponents, "exponents", ndim=2, labels="(T, m)", low=0)
+        exponents = np.asarray(exponents, dtype=np.int64)
+        if exponents.shape != (coef.shape[0], U.shape[0]):
+            raise InputError(
                 f"exponents must be non-negative integers of shape (T, m) = ({coef.shape[0]}, "
                 f"{U.shape[0]}), got shape {exponents.shape}"
             )
@@ -100,7 +125,7 @@ class ProjectionPolynomial:
         object.__setattr__(self, "coef", coef)
 
     def __call__(self, z: np.ndarray) -> np.ndarray:
-        proj = projections(self.U, z)
+        proj = _projections(self.U, z)
         powers = [np.ones_like(proj)]
         for _ in range(int(self.exponents.max(initial=0))):
             powers.append(powers[-1] * proj)
@@ -130,24 +155,27 @@ class ProjectionLookup:
 
     def __post_init__(self) -> None:
         U, edges, table = (
-            _array(self.U, "U", 2),
-            _array(self.edges, "edges", 1),
-            _array(self.table, "table", 2),
+            _array(self.U, "U", "(m, d)"),
+            _array(self.edges, "edges", "(E,)"),
+            _array(self.table, "table", "(m, E + 1)"),
         )
         if edges.size and np.any(np.diff(edges) <= 0):
-            raise ValueError("edges must be strictly increasing")
+            raise InputError("edges must be strictly increasing")
         if table.shape != (U.shape[0], edges.size + 1):
-            raise ValueError(
+            raise InputError(
                 f"table must have shape (m, E + 1) = {(U.shape[0], edges.size + 1)}, got {table.shape}"
             )
-        if self.min_cosine is not None and not np.sqrt(0.5) < self.min_cosine <= 1.0:
-            raise ValueError(f"min_cosine must lie in (1/√2, 1] or be None, got {self.min_cosine}")
+        if self.min_cosine is not None:
+            if isinstance(self.min_cosine, bool) or not isinstance(self.min_cosine, float | int | np.number):
+                raise TypeError(f"min_cosine must be a number in (1/√2, 1] or None, got {self.min_cosine!r}")
+            if not np.sqrt(0.5) < self.min_cosine <= 1.0:
+                raise InputError(f"min_cosine must lie in (1/√2, 1] or be None, got {self.min_cosine}")
         object.__setattr__(self, "U", U)
         object.__setattr__(self, "edges", edges)
         object.__setattr__(self, "table", table)
 
     def __call__(self, z: np.ndarray) -> np.ndarray:
-        proj = projections(self.U, z)
+        proj = _projections(self.U, z)
         values = self.table[np.arange(self.U.shape[0]), np.searchsorted(self.edges, proj, side="right")]
         if self.min_cosine is not None:
             norm = np.linalg.norm(z, axis=-1, keepdims=True)
@@ -159,8 +187,18 @@ class ProjectionLookup:
         return f"{kind} lookup on {self.U.shape[0]} projections, {self.edges.size + 1} bins"
 
 
+def _signals(signals) -> Signals:
+    """A `Signals` with finite V and C of one shape (K, d) (arrays can change after construction)."""
+    validate.instance(signals, "signals", Signals)
+    V = validate.array(signals.V, "signals.V", ndim=2, labels="(K, d)", nonempty=(0, 1), cast=False)
+    C = validate.array(signals.C, "signals.C", ndim=2, labels="(K, d)", cast=False)
+    validate.same_shape("signals.C", C, V.shape, "(K, d) of signals.V")
+    return signals
+
+
 def signal_directions(signals: Signals) -> np.ndarray:
     """The 2K signal directions v_1..v_K, c_1..c_K as rows (Def. 3.1)."""
+    _signals(signals)
     return np.vstack([signals.V, signals.C])
 
 
@@ -172,9 +210,14 @@ def random_cnn(
     bias_scale: float = 1.0,
     signal_weight: float = 1.0,
 ) -> CNNFilter:
-    """Random CNN filters: w_j = signal_weight·(Gaussian mix of v_k, c_k) + N(0, I/d); b_j, a_j Gaussian."""
-    if not isinstance(J, int | np.integer) or J < 1:
-        raise ValueError(f"J must be an integer >= 1, got {J!r}")
+    """Random CNN filters: w_j = signal_weight·(Gaussian mix of v_k, c_k) + N(0, I/d); b_j, a_j Gaussian.
+
+    J an integer >= 1, act an activation name, bias_scale and signal_weight finite and >= 0."""
+    validate.generator(rng)
+    validate.integer(J, "J", low=1)
+    validate.choice(act, "act", ACTIVATIONS)
+    validate.real(bias_scale, "bias_scale", low=0.0)
+    validate.real(signal_weight, "signal_weight", low=0.0)
     U = signal_directions(signals)
     d = U.shape[1]
     W = signal_weight * rng.standard_normal((J, U.shape[0])) @ U + rng.standard_normal((J, d)) / np.sqrt(d)
@@ -185,10 +228,9 @@ def random_polynomial(
     rng: np.random.Generator, signals: Signals, degree: int, terms: int
 ) -> ProjectionPolynomial:
     """A random polynomial of total degree ≤ `degree` in the 2K projections ⟨v_k, z⟩, ⟨c_k, z⟩."""
-    if not isinstance(degree, int | np.integer) or degree < 1:
-        raise ValueError(f"degree must be an integer >= 1, got {degree!r}")
-    if not isinstance(terms, int | np.integer) or terms < 1:
-        raise ValueError(f"terms must be an integer >= 1, got {terms!r}")
+    validate.generator(rng)
+    validate.integer(degree, "degree", low=1)
+    validate.integer(terms, "terms", low=1)
     U = signal_directions(signals)
     exponents = np.zeros((terms, U.shape[0]), dtype=np.int64)
     for t in range(terms):
@@ -200,7 +242,12 @@ def random_polynomial(
 def random_lookup(
     rng: np.random.Generator, signals: Signals, edges: np.ndarray, aligned: bool = False
 ) -> ProjectionLookup:
-    """A lookup table with N(0, 1) entries on the 2K signal projections with the given bin edges."""
+    """A lookup table with N(0, 1) entries on the 2K signal projections with the given bin edges.
+
+    edges: finite real numbers (any order, repeats merged); aligned a bool."""
+    validate.generator(rng)
+    validate.array(edges, "edges", ndim=(0, 1), labels="(E,)", cast=False)
+    validate.flag(aligned, "aligned")
     U = signal_directions(signals)
     edges = np.unique(np.asarray(edges, dtype=float))
     table = rng.standard_normal((U.shape[0], edges.size + 1))

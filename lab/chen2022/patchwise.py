@@ -8,6 +8,10 @@ The per-patch function families f live in `lab.chen2022.patch_functions`. Two de
 live here too: the floor ω/8 when D_α and D_γ only partly overlap (`orbit_floor`) and an f that
 attains it exactly (`attaining_witness`), with a ReLU CNN copying it (`relu_witness`), the linear
 CNN `feature_sum` and a training-error search over aligned lookups (`search_aligned_lookup`).
+
+Every public function checks its arguments once (`lab.core.validate`): x (n, P, d) real and finite,
+data a `Dataset`, signals a `Signals` of the data's or config's shape, classifiers callable, counts
+integers, levels in (0, 1); the error names the argument and what is allowed.
 """
 
 from __future__ import annotations
@@ -17,26 +21,90 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.chen2022.data import CENTER, FEATURE, FEATURE_NOISE, DataConfig, Dataset, Signals, UniformRange
-from lab.chen2022.model import MoEParams, gate_values, routed_expert_outputs, router_logits
+from lab.chen2022.model import (
+    MoEParams,
+    _gate_values,
+    _routed_expert_outputs,
+    _router_logits,
+)
 from lab.chen2022.patch_functions import (
     ALIGNED_COSINE,
     CNNFilter,
     PatchFunction,
     ProjectionLookup,
+    _signals,
     projections,
     signal_directions,
 )
+from lab.core import validate
 from lab.core.stats import DEFAULT_LEVEL, clopper_pearson
+from lab.kernels.activations import ACTIVATIONS
+
+__all__ = [
+    "FLOOR",
+    "UNIT_ROUNDOFF",
+    "Classifier",
+    "ErrorEstimate",
+    "Orbit",
+    "PatchAdditive",
+    "PatchProduct",
+    "RoutedMoE",
+    "attaining_witness",
+    "enumerated_error",
+    "error_rate",
+    "feature_sum",
+    "orbit",
+    "orbit_floor",
+    "orbit_margins",
+    "orbit_residual",
+    "overlap_mass",
+    "relu_witness",
+    "search_aligned_lookup",
+    "summation_allowance",
+]
 
 FLOOR = 1.0 / 8.0  # Theorem 4.1
 UNIT_ROUNDOFF = 2.0**-53
 
 
 def _check_x(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 3:
-        raise ValueError(f"x must have shape (n, P, d), got {x.shape}")
-    return x
+    validate.array(x, "x", ndim=3, labels="(n, P, d)", cast=False)
+    return np.asarray(x, dtype=float)
+
+
+def _callable(f: object, name: str) -> None:
+    if not callable(f):
+        raise TypeError(f"{name} must be a callable on patches (..., d) -> (...), got {type(f).__name__}")
+
+
+def _classifier(F: object, magnitude: bool = False) -> None:
+    """F(x) (n, P, d) -> (n,): any callable, or (magnitude=True) one of the classifiers here."""
+    if magnitude:
+        validate.instance(F, "F", (PatchAdditive, PatchProduct, RoutedMoE))
+    else:
+        _callable(F, "F")
+
+
+_NO_SIGNALS = object()
+
+
+def _dataset(data: object, signals: object = _NO_SIGNALS) -> Dataset:
+    """A `Dataset` (from `sample`) with finite x and, if given, signals of its shape (K, d)."""
+    validate.instance(data, "data", Dataset)
+    x = validate.array(data.x, "data.x", ndim=3, labels="(n, P, d)", nonempty=(0,), cast=False)
+    if signals is not _NO_SIGNALS:
+        _signals(signals)
+        d, K = x.shape[2], signals.V.shape[0]
+        validate.same_shape("signals.V", signals.V, (K, d), f"(K, d) with d = {d} from data.x")
+        for name in ("cluster", "noise_cluster"):
+            validate.integers(getattr(data, name), f"data.{name}", ndim=1, low=0, high=K, bound=f"K={K}")
+    return data
+
+
+def _config_signals(config: object, signals: object) -> None:
+    validate.instance(config, "config", DataConfig)
+    _signals(signals)
+    validate.same_shape("signals.V", signals.V, (config.K, config.d), "(K, d) of the config")
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +112,9 @@ class PatchAdditive:
     """F(x) = Σ_p f(x⁽ᵖ⁾), the function class of Theorem 4.1 (every CNN and ensemble of CNNs)."""
 
     f: PatchFunction
+
+    def __post_init__(self) -> None:
+        _callable(self.f, "f")
 
     def patch_values(self, x: np.ndarray) -> np.ndarray:
         """f on every patch, shape (n, P)."""
@@ -69,6 +140,9 @@ class PatchProduct:
 
     f: PatchFunction
 
+    def __post_init__(self) -> None:
+        _callable(self.f, "f")
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return PatchAdditive(self.f).patch_values(x).prod(axis=1)
 
@@ -83,12 +157,20 @@ class RoutedMoE:
     params: MoEParams
     act: str = "cubic"
 
+    def __post_init__(self) -> None:
+        validate.instance(self.params, "params", MoEParams)
+        for name in ("W", "Theta"):
+            validate.array(getattr(self.params, name), f"params.{name}", cast=False)
+        validate.choice(self.act, "act", ACTIVATIONS)
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = _check_x(x)
-        h = router_logits(x, self.params.Theta)
+        d = self.params.W.shape[2]
+        validate.same_shape("x", x, (*x.shape[:2], d), f"(n, P, d) with d = {d} from params.W")
+        h = _router_logits(x, self.params.Theta)
         routes = np.argmax(h, axis=1)
-        pi = np.take_along_axis(gate_values(h), routes[:, None], axis=1)[:, 0]
-        return pi * routed_expert_outputs(x, self.params.W, routes, self.act)
+        pi = np.take_along_axis(_gate_values(h), routes[:, None], axis=1)[:, 0]
+        return pi * _routed_expert_outputs(x, self.params.W, routes, self.act)
 
     def magnitude(self, x: np.ndarray) -> np.ndarray:
         return np.abs(self(x))
@@ -116,6 +198,8 @@ def orbit(data: Dataset, signals: Signals, rng: np.random.Generator) -> Orbit:
     ([γyv_k', βc_k', −αyv_k, ξ], y), ([−γyv_k', βc_k', αyv_k, ξ], −y),
     each with its own random patch order. Patches are exact copies or negations of the sample's.
     """
+    _dataset(data, signals)
+    validate.generator(rng)
     chosen = np.flatnonzero(data.eps == -data.y)
     if chosen.size == 0:
         raise ValueError("data has no sample with ε = −y, so there is no orbit to build")
@@ -138,12 +222,16 @@ def orbit(data: Dataset, signals: Signals, rng: np.random.Generator) -> Orbit:
 
 def orbit_margins(F: Classifier, orb: Orbit) -> np.ndarray:
     """Margins label·F(x) of the four orbit points, shape (4, m); for patch-additive F they sum to 0."""
+    _classifier(F)
+    validate.instance(orb, "orb", Orbit)
     four, m, P, d = orb.x.shape
     return orb.labels * F(orb.x.reshape(four * m, P, d)).reshape(four, m)
 
 
 def orbit_residual(F: Classifier, orb: Orbit) -> np.ndarray:
     """|Σ of the four margins| ÷ Σ of the four points' magnitudes, per orbit (0 when all vanish)."""
+    _classifier(F, magnitude=True)
+    validate.instance(orb, "orb", Orbit)
     four, m, P, d = orb.x.shape
     total = np.abs(orbit_margins(F, orb).sum(axis=0))
     scale = F.magnitude(orb.x.reshape(four * m, P, d)).reshape(four, m).sum(axis=0)
@@ -156,9 +244,7 @@ def summation_allowance(P: int) -> float:
     Rigorous when f gives the same bits for the same patch wherever it sits in the batch; the
     orbit's patches are exact copies or negations, so the exact sum of the margins is 0.
     """
-    if not isinstance(P, int | np.integer) or P < 3:
-        raise ValueError(f"P must be an integer >= 3, got {P!r}")
-    n = 4 * P - 1
+    n = 4 * validate.integer(P, "P", low=3) - 1
     return n * UNIT_ROUNDOFF / (1.0 - n * UNIT_ROUNDOFF)
 
 
@@ -181,8 +267,13 @@ def error_rate(
 ) -> ErrorEstimate:
     """Monte-Carlo test error P(yF(x) ≤ 0) (ties are errors, as in Theorem 4.1), Clopper–Pearson CI.
 
-    F is evaluated on `chunk` samples at a time, so memory stays flat for any n.
+    F is evaluated on `chunk` samples at a time, so memory stays flat for any n. F is a classifier
+    (x (n, P, d) -> (n,)), data a `Dataset`, level in (0, 1), chunk an integer >= 1.
     """
+    _classifier(F)
+    _dataset(data)
+    validate.real(level, "level", low=0.0, high=1.0, low_open=True, high_open=True)
+    chunk = validate.integer(chunk, "chunk", low=1)
     errors = sum(
         int(np.count_nonzero(data.y[s : s + chunk] * F(data.x[s : s + chunk]) <= 0))
         for s in range(0, data.n, chunk)
@@ -197,6 +288,8 @@ def enumerated_error(F: Classifier, config: DataConfig, signals: Signals) -> flo
     at the midpoints of their supports and zero noise patches (exact for `attaining_witness` when
     D_α = D_γ).
     """
+    _classifier(F)
+    _config_signals(config, signals)
     K, P, d = config.K, config.P, config.d
     k, kk, y, eps = (g.ravel() for g in np.meshgrid(range(K), range(K), [-1, 1], [-1, 1], indexing="ij"))
     keep = k != kk
@@ -210,6 +303,8 @@ def enumerated_error(F: Classifier, config: DataConfig, signals: Signals) -> flo
 
 
 def _overlap(alpha: UniformRange, gamma: UniformRange) -> tuple[float, float]:
+    validate.instance(alpha, "alpha", UniformRange)
+    validate.instance(gamma, "gamma", UniformRange)
     return max(alpha.low, gamma.low), min(alpha.high, gamma.high)
 
 
@@ -241,6 +336,7 @@ def attaining_witness(config: DataConfig, signals: Signals) -> ProjectionLookup:
     centre patch β·c_i: −i. Then F = ½ for y = +1, F = −k < 0 for y = −1 unless the feature noise
     is +γv_k' with k' > k: the only errors are y = −1, ε = +1, k' > k, α, γ ∈ I, of probability ω/8.
     """
+    _config_signals(config, signals)
     K = config.K
     low, high = _overlap(config.alpha, config.gamma)
     bounds = [config.alpha.low, config.alpha.high, config.gamma.low, config.gamma.high]
@@ -266,8 +362,8 @@ def relu_witness(config: DataConfig, signals: Signals, ramp: float = 0.1) -> CNN
     / (τ1 − τ0), τ1 = the smallest signal strength, τ0 = (1 − ramp)τ1: exact on signal patches and 0
     on noise patches whose projections stay below τ0.
     """
-    if not 0.0 < ramp < 1.0:
-        raise ValueError(f"ramp must lie in (0, 1), got {ramp}")
+    _config_signals(config, signals)
+    validate.real(ramp, "ramp", low=0.0, high=1.0, low_open=True, high_open=True)
     K = config.K
     rows, thresholds, values = [], [], []
     for U, tau1, value in (
@@ -283,7 +379,7 @@ def relu_witness(config: DataConfig, signals: Signals, ramp: float = 0.1) -> CNN
 
 def feature_sum(signals: Signals) -> CNNFilter:
     """The linear CNN f(z) = Σ_k ⟨v_k, z⟩: F = yα + εγ + noise, optimal when α > γ always."""
-    K = signals.V.shape[0]
+    K = _signals(signals).V.shape[0]
     return CNNFilter(signals.V, np.zeros(K), np.ones(K), "linear")
 
 
@@ -298,8 +394,14 @@ def search_aligned_lookup(
     """Coordinate descent over integer aligned lookups (values |T| ≤ 2K + 1) minimising the error on `data`.
 
     A search, not a construction: it sees only the training error, over tables that can compare
-    |projection| magnitudes (bins between `edges`) as well as signs and directions.
+    |projection| magnitudes (bins between `edges`) as well as signs and directions. data a `Dataset`
+    with signals of its shape, edges finite reals, restarts an integer >= 1, sweeps >= 0.
     """
+    _dataset(data, signals)
+    validate.array(edges, "edges", ndim=(0, 1), labels="(E,)", cast=False)
+    validate.generator(rng)
+    validate.integer(restarts, "restarts", low=1)
+    validate.integer(sweeps, "sweeps", low=0)
     U = signal_directions(signals)
     edges = np.unique(np.asarray(edges, dtype=float))
     rows, bins = U.shape[0], edges.size + 1

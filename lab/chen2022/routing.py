@@ -20,10 +20,21 @@ from numbers import Real
 
 import numpy as np
 
-from lab.chen2022.routing_exact import gaussian_routing, uniform_routing
+from lab.chen2022.routing_exact import _gaussian_routing, _uniform_routing
 from lab.core import validate
 from lab.core.stats import clopper_pearson
 from lab.kernels import routed as kernels
+
+__all__ = [
+    "Gaussian",
+    "Gumbel",
+    "Noise",
+    "RoutingFrequencies",
+    "Uniform",
+    "routing_frequencies",
+    "routing_jacobian",
+    "routing_probabilities",
+]
 
 
 def _positive_finite(name: str, value: object) -> float:
@@ -74,7 +85,7 @@ class Uniform(Noise):
             if not math.isfinite(value):
                 raise ValueError(f"{field} must be finite, got {value}")
         if not (self.high > self.low and math.isfinite(self.high - self.low)):
-            raise ValueError(f"need low < high with a finite width, got low={self.low}, high={self.high}")
+            raise ValueError(f"high must be > low with a finite width, got low={self.low}, high={self.high}")
 
     @property
     def width(self) -> float:
@@ -92,7 +103,7 @@ class Uniform(Noise):
         return kernels.NOISE_CODES["uniform"], float(self.low), float(self.high)
 
     def exact(self, h, jacobian):
-        return uniform_routing(h, self.width, jacobian)
+        return _uniform_routing(h, self.width, jacobian)
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,7 @@ class Gaussian(Noise):
         return kernels.NOISE_CODES["gaussian"], float(self.scale), 0.0
 
     def exact(self, h, jacobian):
-        p, D = gaussian_routing(h / self.scale, jacobian)
+        p, D = _gaussian_routing(h / self.scale, jacobian)
         return p, None if D is None else D / self.scale
 
 
@@ -153,7 +164,7 @@ class Gumbel(Noise):
 
 
 def _gates(h: object) -> tuple[np.ndarray, bool]:
-    """Validate h (M,) or (n, M): finite reals with M ≥ 1; returns the batch and whether h was 1-D."""
+    """Validate h (M,) or (n, M): finite reals with n, M ≥ 1; returns the batch and whether h was 1-D."""
     arr = np.asarray(h)
     if arr.dtype == bool or not (
         np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)

@@ -19,6 +19,11 @@ over the value t of the winning perturbed gate. Two noise families need an integ
 Jacobians follow from differentiating under the integral: for k ≠ m,
 ∂p_m/∂h_k = −∫ f_m f_k Π_{j≠m,k} F_j dt ≤ 0, and ∂p_m/∂h_m = −Σ_{k≠m} ∂p_m/∂h_k because p
 is invariant under a common shift of h.
+
+The public integrators check their arguments (`lab.core.validate`): gates (n, M) real and finite
+with n, M >= 1 (M >= 2 for the self-sensitivity), widths finite and > 0, `jacobian` a bool,
+`nodes` an integer >= 1. `lab.chen2022.routing`, which has checked h already, calls the unchecked
+`_uniform_routing` and `_gaussian_routing`.
 """
 
 from __future__ import annotations
@@ -29,6 +34,19 @@ import math
 import numpy as np
 from scipy import special
 
+from lab.core import validate
+from lab.core.errors import InputError
+
+__all__ = [
+    "GAUSSIAN_TOL",
+    "GAUSSIAN_WINDOW",
+    "LEADER_COMPLEMENT",
+    "gaussian_routing",
+    "gaussian_self_sensitivity",
+    "legendre01",
+    "uniform_routing",
+]
+
 GAUSSIAN_WINDOW = (-9.5, 10.0)
 GAUSSIAN_TOL = 1e-14
 _CHUNK_ELEMENTS = 1 << 21  # (rows × nodes × experts) per vectorised block
@@ -36,9 +54,15 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _TINY = np.finfo(np.float64).tiny
 
 
-@functools.cache
 def legendre01(nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss–Legendre nodes and weights on [0, 1]: exact for polynomials of degree ≤ 2·nodes − 1."""
+    """Gauss–Legendre nodes and weights on [0, 1]: exact for polynomials of degree ≤ 2·nodes − 1.
+
+    nodes an integer >= 1; the result is cached (the same arrays for the same count: do not modify)."""
+    return _legendre01(validate.integer(nodes, "nodes", low=1))
+
+
+@functools.cache
+def _legendre01(nodes: int) -> tuple[np.ndarray, np.ndarray]:
     x, w = np.polynomial.legendre.leggauss(nodes)
     return (x + 1.0) / 2.0, w / 2.0
 
@@ -68,8 +92,31 @@ def uniform_routing(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """p (n, M) for independent h_j + r_j ~ Unif[lo_j, lo_j + w_j]; with `jacobian`, ∂p/∂lo (n, M, M).
 
-    Moving lo_j moves the whole support of expert j, so for iid noise ∂p/∂lo = ∂p/∂h.
+    Moving lo_j moves the whole support of expert j, so for iid noise ∂p/∂lo = ∂p/∂h. lo (n, M) real
+    and finite with n, M >= 1; width one finite number > 0 or an array of them broadcast to lo's shape.
     """
+    lo = _gates(lo, "lo")
+    w = validate.array(width, "width", cast=False)
+    try:
+        np.broadcast_shapes(w.shape, lo.shape)
+    except ValueError:
+        raise InputError(
+            f"width must be a number or broadcast to lo's shape {lo.shape}, got {w.shape}"
+        ) from None
+    if w.size and not np.all(w > 0):
+        raise InputError(f"width must be > 0 (the width of the uniform noise), got min {w.min()}")
+    return _uniform_routing(lo, width, validate.flag(jacobian, "jacobian"))
+
+
+def _gates(x: object, name: str, least: int = 1) -> np.ndarray:
+    """A batch of gates (n, M), real and finite with n >= 1, M >= least, as the integrators take it."""
+    a = validate.array(x, name, ndim=2, labels="(n, M)", nonempty=(0,))
+    if a.shape[1] < least:
+        raise InputError(f"{name} must have shape (n, M) with M >= {least}, got shape {a.shape}")
+    return a
+
+
+def _uniform_routing(lo: np.ndarray, width, jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
     n, M = lo.shape
     width = np.broadcast_to(np.asarray(width, dtype=float), lo.shape)
     # Shift so the highest lower end is 0; experts ending below 0 have F_j = 1 on the domain.
@@ -79,7 +126,7 @@ def uniform_routing(
     # Every lower end is ≤ 0, so the breakpoints inside the domain [0, max b] are the upper ends.
     edges = np.sort(np.concatenate([np.zeros((n, 1)), np.maximum(b, 0.0)], axis=1))
     left, length = edges[:, :-1], np.diff(edges, axis=1)  # (n, M) pieces of [0, max b]
-    xi, wq = legendre01(max(1, math.ceil(M / 2)))
+    xi, wq = _legendre01(max(1, math.ceil(M / 2)))
     G = xi.size
     p = np.empty((n, M))
     D = np.empty((n, M, M)) if jacobian else None
@@ -116,7 +163,7 @@ def _gaussian_nodes(lo: float, panel: float, nodes: int) -> tuple[np.ndarray, np
     """Composite Gauss–Legendre nodes and weights on [lo, GAUSSIAN_WINDOW[1]] with panels ≤ `panel` wide."""
     hi = GAUSSIAN_WINDOW[1]
     edges = np.linspace(lo, hi, math.ceil((hi - lo) / panel) + 1)
-    xi, wq = legendre01(nodes)
+    xi, wq = _legendre01(nodes)
     h = np.diff(edges)
     return (edges[:-1, None] + h[:, None] * xi).ravel(), (h[:, None] * wq).ravel()
 
@@ -154,8 +201,13 @@ def gaussian_routing(x: np.ndarray, jacobian: bool = False) -> tuple[np.ndarray,
     halved until it is ≤ GAUSSIAN_TOL (absolute, every entry), so p is accurate to ~1e-15 (a clear
     winner's p ≥ 15/16 to ~1 ulp, as 1 − the others' sum: `_complement_leader`). The
     window reaches down to half the largest gap, so small p_m keep their relative accuracy
-    down to ~1e-300 (gates more than 60 below the top get p_m = 0; the truth is < 1e-390).
+    down to ~1e-300 (gates more than 60 below the top get p_m = 0; the truth is < 1e-390). x (n, M)
+    real and finite with n, M >= 1.
     """
+    return _gaussian_routing(_gates(x, "x"), validate.flag(jacobian, "jacobian"))
+
+
+def _gaussian_routing(x: np.ndarray, jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
     with np.errstate(over="ignore"):  # a gap beyond the float range is −inf, then clipped
         d = np.maximum(x - x.max(axis=1, keepdims=True), -60.0)
     panel = 0.5
@@ -194,6 +246,7 @@ def gaussian_self_sensitivity(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ∂/∂x_k E φ(Y − x_0) = −∫ (t − x_0) φ(t − x_0) φ(t − x_k) Π_{j≠0,k} Φ(t − x_j) dt (k ≥ 1), and the
     x_0 component is minus the sum of the others. The objective of the tightness search.
     """
+    x = _gates(x, "x", least=2)
     with np.errstate(over="ignore"):
         d = np.maximum(x - x.max(axis=1, keepdims=True), -60.0)
     t, wt = _gaussian_nodes(_gaussian_window(d), 0.25, 20)

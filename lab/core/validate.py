@@ -50,6 +50,7 @@ __all__ = [
     "instance",
     "integer",
     "integers",
+    "probabilities",
     "real",
     "same_shape",
     "seed",
@@ -96,8 +97,10 @@ def real(
     high: float | None = None,
     low_open: bool = False,
     high_open: bool = False,
+    nonzero: bool = False,
 ) -> float:
-    """`value` as a finite float: a Python or NumPy real number (not a bool) in the given interval."""
+    """`value` as a finite float: a Python or NumPy real number (not a bool) in the given interval
+    (and, with nonzero, not 0: a divisor such as a normalising constant)."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, Real | np.integer | np.floating):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     value = float(value)
@@ -109,6 +112,8 @@ def real(
         left, right = "(" if low_open else "[", ")" if high_open else "]"
         interval = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
         raise InputError(f"{name} must be a finite number in {interval}, got {value}")
+    if nonzero and value == 0.0:
+        raise InputError(f"{name} must be a finite non-zero number, got 0")
     return value
 
 
@@ -259,6 +264,19 @@ def integers(
         lo, hi = int(a.min()), int(a.max())
         if (low is not None and lo < low) or (high is not None and hi >= high):
             raise InputError(f"{name} must be integers {allowed}, got values in [{lo}, {hi}]")
+    return a
+
+
+def probabilities(
+    value: object, name: str, *, length: int | None = None, labels: str = "(k,)", tol: float = 1e-6
+) -> np.ndarray:
+    """Mixture weights: a finite real vector with entries in [0, 1] summing to 1 (within `tol`), of
+    `length` entries if given; returned as it is."""
+    a = array(value, name, ndim=1, labels=labels, nonempty=(0,), cast=False, low=0.0, high=1.0)
+    if length is not None:
+        same_shape(name, a, (length,), f"{labels} with {length} entries")
+    if abs(float(a.sum()) - 1.0) > tol:
+        raise InputError(f"{name} must be weights summing to 1, got a sum of {float(a.sum())!r}")
     return a
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lab.core import plots
+from lab.core import plots, validate
 from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
@@ -37,6 +37,21 @@ from lab.makkuva2020.fit import (
 )
 from lab.makkuva2020.gated_regression import GaussianInput, paper_model, rereferenced_gating, sample
 from lab.makkuva2020.losses import L4Regularisers, output_transforms
+
+__all__ = [
+    "METHODS",
+    "PAPER_CLAIM",
+    "TIER_CONFIGS",
+    "Fig1Config",
+    "InitRun",
+    "MethodRun",
+    "fig1_table",
+    "plot_fig1",
+    "recovery_summary",
+    "replicate",
+    "run_fig1",
+    "run_init",
+]
 
 PAPER_CLAIM = (
     "Fig. 1 (Sec. 4, k = 3, 5 trials): SGD on L4 recovers the regressors while SGD on the l2 loss "
@@ -65,6 +80,19 @@ class Fig1Config:
     R: float = 2.0
     sign_n: int = 20_000
     record_every: int = 50
+
+    def __post_init__(self) -> None:
+        counts = ("k", "d", "batch", "sgd_steps", "em_n", "em_iters", "log_T", "log_per_step", "sign_n")
+        for name in (*counts, "record_every"):
+            validate.integer(getattr(self, name), name, low=1)
+        if self.k < 2 or self.d < 2 * self.k - 1:
+            raise InputError(
+                f"k must be >= 2 and d >= 2k - 1 (the paper's model), got k={self.k}, d={self.d}"
+            )
+        validate.real(self.sigma, "sigma", low=0.0)
+        for name in ("l4_lr", "l2_lr", "log_lr", "R"):
+            validate.real(getattr(self, name), name, low=0.0, low_open=True)
+        validate.instance(self.reg, "reg", L4Regularisers)
 
 
 TIER_CONFIGS = {"quick": Fig1Config(sgd_steps=1200, em_n=10_000, em_iters=20), "full": Fig1Config()}
@@ -104,7 +132,9 @@ def _joint_curves(traj, W_star, A_star, samples_per_step) -> MethodRun:
 
 
 def run_init(config: Fig1Config, seed: int) -> InitRun:
-    """The three methods of Fig. 1 from the initialisation and data streams derived from `seed`."""
+    """The three methods of Fig. 1 from the initialisation and data streams derived from `seed` (int >= 0)."""
+    validate.instance(config, "config", Fig1Config)
+    validate.integer(seed, "seed", low=0)
     model = paper_model(config.k, config.d, config.sigma)
     inputs = GaussianInput(config.d)
     streams = np.random.default_rng(seed).spawn(5)
@@ -163,6 +193,9 @@ def run_init(config: Fig1Config, seed: int) -> InitRun:
 
 def run_fig1(config: Fig1Config, seeds: list[int], progress: bool = False) -> list[InitRun]:
     """Run every initialisation (one seed each), with the lab's progress display when `progress`."""
+    validate.instance(config, "config", Fig1Config)
+    validate.integers(seeds, "seeds", ndim=1, labels="(number of inits,)", low=0)
+    validate.flag(progress, "progress")
     runs = []
     with Progress(len(seeds), "makkuva-fig1 inits", enabled=progress, unit="init") as shown:
         for seed in seeds:
@@ -176,8 +209,18 @@ METHODS = (("ours", "L4 + L_log"), ("l2", "l2-SGD"), ("em", "EM"))
 RECOVERED_EPS = 0.05
 
 
+def _runs(runs: object) -> list[InitRun]:
+    """A non-empty list (or tuple) of `InitRun`s, as `run_fig1` returns."""
+    if not isinstance(runs, list | tuple) or not runs:
+        raise TypeError(f"runs must be a non-empty list of InitRun (from run_fig1), got {runs!r:.60}")
+    for run in runs:
+        validate.instance(run, "runs[i]", InitRun)
+    return list(runs)
+
+
 def fig1_table(runs: list[InitRun]) -> str:
     """Markdown table of final E_reg / E_gating per init and method, with the mean row."""
+    runs = _runs(runs)
     head = "| init | " + " | ".join(f"{name} E_reg | {name} E_gating" for _, name in METHODS) + " |"
     rows = [head, "|---" * (1 + 2 * len(METHODS)) + "|"]
     for i, run in enumerate(runs):
@@ -193,8 +236,10 @@ def fig1_table(runs: list[InitRun]) -> str:
 
 
 def _recovery_counts(runs: list[InitRun], eps: float = RECOVERED_EPS) -> dict[str, dict]:
-    """Per method: the inits it ends recovered in (E_reg and E_gating <= eps) and
+    """Per method: the inits it ends recovered in (E_reg and E_gating <= eps, a finite number >= 0) and
     the 99 % Clopper–Pearson interval of its stuck rate (the fraction of inits not recovered)."""
+    runs = _runs(runs)
+    validate.real(eps, "eps", low=0.0)
     out = {}
     for key, _ in METHODS:
         ok = sum(getattr(r, key).e_reg <= eps and getattr(r, key).e_gating <= eps for r in runs)
@@ -207,7 +252,7 @@ def _recovery_counts(runs: list[InitRun], eps: float = RECOVERED_EPS) -> dict[st
 
 
 def recovery_summary(runs: list[InitRun], eps: float = RECOVERED_EPS) -> str:
-    """How many inits each method ends recovered in (E_reg and E_gating <= eps)."""
+    """How many inits each method ends recovered in (E_reg and E_gating <= eps); eps a finite number >= 0."""
     counts_by_method = _recovery_counts(runs, eps)
     parts = []
     for key, name in METHODS:
@@ -222,6 +267,8 @@ def recovery_summary(runs: list[InitRun], eps: float = RECOVERED_EPS) -> str:
 
 def plot_fig1(runs: list[InitRun], path: Path) -> None:
     """Three panels like Fig. 1: mean E_reg (a) and E_gating (b) per method, L4's E_reg per init (c)."""
+    runs = _runs(runs)
+    validate.instance(path, "path", (str, Path))
     plt = plots.pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     floor = 1e-12

@@ -44,7 +44,6 @@ from scipy import special
 from lab.core import validate
 from lab.core.errors import InputError
 from lab.kernels.activations import ACTIVATIONS, activation
-from lab.makkuva2020 import _inputs as check
 
 MAX_QUADRATURE_NODES = 250_000
 
@@ -72,9 +71,65 @@ __all__ = [
     "sample",
 ]
 
-# Every public function and constructor checks its arguments once (`lab.makkuva2020._inputs`):
+# Every public function and constructor checks its arguments once (`lab.core.validate`):
 # finite real arrays of the documented shapes (W (k − 1, d), A (k, d), x (n, d)), integer sizes,
 # σ >= 0, probabilities in [0, 1], names from their lists; internal callers use the `_` versions.
+
+
+# Argument checks shared by this package's public functions (`lab.makkuva2020.losses` and `.fit` use
+# them too), built on `lab.core.validate`: each returns the checked value, never a changed copy.
+
+
+def _vector(value: object, name: str, d: int | None = None) -> np.ndarray:
+    """A finite real vector (d,), d >= 1."""
+    a = validate.array(value, name, ndim=1, labels="(d,)", nonempty=(0,), cast=False)
+    if d is not None:
+        validate.same_shape(name, a, (d,), f"(d,) with d = {d}")
+    return a
+
+
+def _rows(value: object, name: str, labels: str, d: int | None = None, nonempty=(0,)) -> np.ndarray:
+    """A finite real matrix with `labels` axes, e.g. "(n, d)", and (if given) d columns."""
+    a = validate.array(value, name, ndim=2, labels=labels, nonempty=nonempty, cast=False)
+    if d is not None:
+        validate.same_shape(name, a, (a.shape[0], d), f"{labels} with d = {d}")
+    return a
+
+
+def _per_sample(value: object, name: str, n: int) -> np.ndarray:
+    a = validate.array(value, name, ndim=1, labels="(n,)", cast=False)
+    validate.same_shape(name, a, (n,), "(n,) with n = len(x)")
+    return a
+
+
+def _act(value: object) -> str:
+    return validate.choice(value, "act", ACTIVATIONS)
+
+
+def _distribution(inputs: object) -> object:
+    """An `InputDistribution`: an object with `d`, `sample(n, rng)` and `components()`."""
+    if not all(hasattr(inputs, a) for a in ("d", "sample", "components")):
+        raise TypeError(
+            "inputs must be an InputDistribution (GaussianInput, GaussianMixtureInput: d, sample, "
+            f"components), got {type(inputs).__name__}"
+        )
+    return inputs
+
+
+def _regression(W, A, x, y, sigma, act, names=("W", "A")) -> tuple[np.ndarray, ...]:
+    """W (k − 1, d), A (k, d), x (n, d), y (n,) real and finite, σ finite > 0, act an activation name.
+
+    `names` are W's and A's names in the caller (e.g. W0, A0 in `lab.makkuva2020.fit.em`)."""
+    w_name, a_name = names
+    A = _rows(A, a_name, "(k, d)", nonempty=(0, 1))
+    k, d = A.shape
+    W = _rows(W, w_name, "(k - 1, d)", d, nonempty=())
+    validate.same_shape(w_name, W, (k - 1, d), f"(k - 1, d) with (k, d) = {(k, d)} from {a_name}")
+    x = _rows(x, "x", "(n, d)", d)
+    y = _per_sample(y, "y", x.shape[0])
+    validate.real(sigma, "sigma", low=0.0, low_open=True)
+    _act(act)
+    return W, A, x, y
 
 
 class InputDistribution(Protocol):
@@ -117,9 +172,9 @@ class GaussianMixtureInput:
     p: float
 
     def __post_init__(self) -> None:
-        check.vector(self.mu, "mu")
+        _vector(self.mu, "mu")
         mu = np.asarray(self.mu, dtype=float)
-        if not 0.0 <= check.number(self.p, "p", why=" in [0, 1]") <= 1.0:
+        if not 0.0 <= validate.real(self.p, "p") <= 1.0:
             raise InputError(f"p must lie in [0, 1], got {self.p}")
         object.__setattr__(self, "mu", mu)
 
@@ -146,14 +201,14 @@ class GatedRegression:
     activation: str = "linear"
 
     def __post_init__(self) -> None:
-        A = check.rows(self.A, "A", "(k, d) with k >= 2", nonempty=(1,))
+        A = _rows(self.A, "A", "(k, d) with k >= 2", nonempty=(1,))
         if A.shape[0] < 2:
             raise InputError(f"A must have shape (k, d) with k >= 2, got {A.shape}")
         W = validate.array(self.W, "W", ndim=2, labels="(k - 1, d)", cast=False)
         if W.shape != (A.shape[0] - 1, A.shape[1]):
             raise InputError(f"W must have shape (k - 1, d) = {(A.shape[0] - 1, A.shape[1])}, got {W.shape}")
         A, W = np.asarray(A, dtype=float), np.asarray(W, dtype=float)
-        check.number(self.sigma, "sigma", 0.0)
+        validate.real(self.sigma, "sigma", low=0.0)
         validate.choice(self.activation, "activation", ACTIVATIONS)
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "W", W)
@@ -178,8 +233,8 @@ def paper_model(k: int, d: int = 10, sigma: float = 0.05) -> GatedRegression:
 
 def _gating(W, x) -> tuple[np.ndarray, np.ndarray]:
     """W (k − 1, d) and x (n, d), real and finite (W may have no rows: k = 1)."""
-    W = check.rows(W, "W", "(k - 1, d)", nonempty=())
-    return W, check.rows(x, "x", "(n, d)", W.shape[1], nonempty=())
+    W = _rows(W, "W", "(k - 1, d)", nonempty=())
+    return W, _rows(x, "x", "(n, d)", W.shape[1], nonempty=())
 
 
 def gate_logits(W: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -193,7 +248,7 @@ def _gate_logits(W: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def log_sum_exp(L: np.ndarray) -> np.ndarray:
     """log Σ_i exp(L_i) over the expert axis 0 of an (k, n) array, k >= 1; finite at any finite logits."""
-    return _log_sum_exp(check.rows(L, "L", "(k, n)"))
+    return _log_sum_exp(_rows(L, "L", "(k, n)"))
 
 
 def _log_sum_exp(L: np.ndarray) -> np.ndarray:
@@ -213,8 +268,8 @@ def _gate_probabilities(W: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def expert_outputs(A: np.ndarray, x: np.ndarray, act: str = "linear") -> np.ndarray:
     """g(⟨a_i, x⟩) for every expert, shape (k, n); A (k, d), x (n, d) real and finite."""
-    A = check.rows(A, "A", "(k, d)")
-    return _expert_outputs(A, check.rows(x, "x", "(n, d)", A.shape[1], nonempty=()), check.act(act))
+    A = _rows(A, "A", "(k, d)")
+    return _expert_outputs(A, _rows(x, "x", "(n, d)", A.shape[1], nonempty=()), _act(act))
 
 
 def _expert_outputs(A: np.ndarray, x: np.ndarray, act: str) -> np.ndarray:
@@ -236,7 +291,7 @@ def sample(model: GatedRegression, inputs: InputDistribution, n: int, rng: np.ra
 
     model a `GatedRegression`, inputs an `InputDistribution` of its d, n an integer >= 1, rng a Generator."""
     validate.instance(model, "model", GatedRegression)
-    check.distribution(inputs)
+    _distribution(inputs)
     if inputs.d != model.d:
         raise InputError(f"inputs.d must equal the model's d = {model.d}, got {inputs.d}")
     _check_n(n, rng)
@@ -271,8 +326,8 @@ def expected_gates(W: np.ndarray, inputs: InputDistribution, nodes: int = 64) ->
     """E_x[p_m(x)] for m = 1..k by Gauss–Hermite quadrature over W's row space (eq. (7), Γ of Theorem 1).
 
     W (k − 1, d) real and finite with the inputs' d, nodes an integer >= 1 (points per axis)."""
-    check.distribution(inputs)
-    W = np.asarray(check.rows(W, "W", "(k - 1, d)", inputs.d, nonempty=()), dtype=float)
+    _distribution(inputs)
+    W = np.asarray(_rows(W, "W", "(k - 1, d)", inputs.d, nonempty=()), dtype=float)
     Q, u, weights = _row_space_rule(W, validate.integer(nodes, "nodes", low=1))
     return sum(prob * _gate_probabilities(W, mean + u @ Q) @ weights for prob, mean in inputs.components())
 
@@ -284,7 +339,7 @@ def gate_fisher_information(W: np.ndarray, nodes: int = 64) -> np.ndarray:
     Qᵀ E[M(u) u uᵀ] Q + E[M] ⊗ (I − QᵀQ), M = diag p − ppᵀ over the k − 1 free logits.
     W (k − 1, d) real and finite with k − 1, d >= 1, nodes an integer >= 1.
     """
-    W = np.asarray(check.rows(W, "W", "(k - 1, d)", nonempty=(0, 1)), dtype=float)
+    W = np.asarray(_rows(W, "W", "(k - 1, d)", nonempty=(0, 1)), dtype=float)
     km, d = W.shape
     Q, u, weights = _row_space_rule(W, validate.integer(nodes, "nodes", low=1))
     p = _gate_probabilities(W, u @ Q)[:-1]  # (k − 1, nodes)
@@ -299,7 +354,7 @@ def rereferenced_gating(W: np.ndarray, perm: np.ndarray) -> np.ndarray:
     """Gating of the experts taken in order `perm`, re-referenced to the last one: w_{π(i)} − w_{π(k)}.
 
     W (k − 1, d) real and finite, perm a permutation of 0..k−1 (integers)."""
-    W = check.rows(W, "W", "(k - 1, d)", nonempty=())
+    W = _rows(W, "W", "(k - 1, d)", nonempty=())
     k = W.shape[0] + 1
     perm = validate.integers(perm, "perm", ndim=1, labels="(k,)", low=0, high=k, bound=f"k={k}")
     if sorted(perm.tolist()) != list(range(k)):
@@ -320,24 +375,22 @@ class GRUParams:
     W_h: np.ndarray
 
     def __post_init__(self) -> None:
-        U_z = check.rows(self.U_z, "U_z", "(m, p)", nonempty=(0, 1))
+        U_z = _rows(self.U_z, "U_z", "(m, p)", nonempty=(0, 1))
         m, p = U_z.shape
         for name in ("U_r", "U_h"):
-            validate.same_shape(
-                name, check.rows(getattr(self, name), name, "(m, p)"), (m, p), "(m, p) of U_z"
-            )
+            validate.same_shape(name, _rows(getattr(self, name), name, "(m, p)"), (m, p), "(m, p) of U_z")
         for name in ("W_z", "W_r", "W_h"):
-            validate.same_shape(
-                name, check.rows(getattr(self, name), name, "(m, m)"), (m, m), "(m, m) of U_z"
-            )
+            validate.same_shape(name, _rows(getattr(self, name), name, "(m, m)"), (m, m), "(m, m) of U_z")
 
 
 def _state(params: object, x: object, h: object) -> None:
     """params a `GRUParams` (m, p), input x (p,) and state h (m,), real and finite."""
     validate.instance(params, "params", GRUParams)
+    for name in params.__dataclass_fields__:  # arrays can change after construction: still finite?
+        validate.array(getattr(params, name), f"params.{name}", cast=False)
     m, p = params.U_z.shape
-    check.vector(x, "x", p)
-    check.vector(h, "h", m)
+    _vector(x, "x", p)
+    _vector(h, "h", m)
 
 
 def _gates(z: object, r: object, m: int) -> None:
@@ -367,7 +420,7 @@ def gru_update(params: GRUParams, x, h, z, r, act: str = "tanh", reset: str = "b
     """h_t = (1 − z) ⊙ h + z ⊙ g(U_h x + W_h (r ⊙ h)) (reset before W_h, Sec. 2) or g(U_h x + r ⊙ (W_h h))."""
     _state(params, x, h)
     _gates(z, r, params.U_z.shape[0])
-    check.act(act)
+    _act(act)
     g, _ = activation(act)
     if reset == "before":
         return (1.0 - z) * h + z * g(params.U_h @ x + params.W_h @ (r * h))
@@ -380,7 +433,7 @@ def hierarchical_moe_update(params: GRUParams, x, h, z, r, act: str = "tanh") ->
     """Eq. (4) for given gate values: (1 − z) ⊙ h + z ⊙ ((1 − r) ⊙ g(U_h x) + r ⊙ g(U_h x + W_h h))."""
     _state(params, x, h)
     _gates(z, r, params.U_z.shape[0])
-    check.act(act)
+    _act(act)
     g, _ = activation(act)
     return (1.0 - z) * h + z * ((1.0 - r) * g(params.U_h @ x) + r * g(params.U_h @ x + params.W_h @ h))
 

@@ -70,16 +70,53 @@ from numpy.polynomial.hermite_e import hermegauss, hermeval
 
 from lab import kernels
 from lab.core import validate
+from lab.core.errors import InputError
 from lab.kernels.activations import activation
 from lab.makkuva2020.gated_regression import (
     InputDistribution,
-    expert_outputs,
-    gate_logits,
-    gate_probabilities,
-    log_sum_exp,
+    _act,
+    _distribution,
+    _expert_outputs,
+    _gate_logits,
+    _gate_probabilities,
+    _log_sum_exp,
+    _regression,
+    _rows,
+    _vector,
 )
 
 QUADRATURE_NODES = 200
+MIXTURE_TOL = 1e-6  # |Σ π − 1| allowed for mixture weights π = E[p*] (quadrature gives ~1e-15)
+
+__all__ = [
+    "MIXTURE_TOL",
+    "QUADRATURE_NODES",
+    "L4Regularisers",
+    "OutputTransforms",
+    "l2_loss_gradient",
+    "l4_statistics",
+    "l_log",
+    "l_log_gradient",
+    "l_log_hessian",
+    "optimal_scale",
+    "output_transforms",
+    "population_l4",
+    "population_l4_gradient",
+    "population_l4_hessian",
+    "posterior",
+    "project_rows",
+    "sample_l4",
+    "sample_l4_gradient",
+    "softmax_curvature",
+    "t1",
+    "t2",
+    "t3",
+    "transform_means",
+]
+
+# Arguments are checked once per public call (`lab.core.validate`): finite real arrays of the
+# documented shapes, mixture weights π in [0, 1] summing to 1, σ, R > 0, c, c' ≠ 0, act a name. The
+# fits of `lab.makkuva2020.fit` check once and call the unchecked `_` implementations at every step.
 
 
 @dataclass(frozen=True)
@@ -94,6 +131,12 @@ class OutputTransforms:
     q2_constant: float
     c: float
     c_prime: float
+
+    def __post_init__(self) -> None:
+        for name in ("alpha", "beta", "gamma", "q4_constant", "q2_linear", "q2_constant"):
+            validate.real(getattr(self, name), name)
+        validate.real(self.c, "c", nonzero=True)
+        validate.real(self.c_prime, "c_prime", nonzero=True)
 
     def Q4(self, y: np.ndarray) -> np.ndarray:
         return (((y + self.alpha) * y + self.beta) * y + self.gamma) * y + self.q4_constant
@@ -110,19 +153,22 @@ def _gaussian_expectations(values, nodes: int) -> np.ndarray:
     return np.asarray(values(s)) @ (he * w).T
 
 
-@functools.lru_cache(maxsize=128)
 def output_transforms(sigma: float, act: str = "linear", q4_constant: str = "hermite") -> OutputTransforms:
     """Q4, Q2 of eq. (5) and c_{g,σ}, c'_{g,σ} from the Hermite conditions in the module docstring (cached).
 
     `q4_constant="hermite"` gives E[Q4(y)] = 0 (3(1 + σ²)² for g = Id); "paper" uses the printed
-    3 + 3σ⁴ − 6σ² (g = Id only).
+    3 + 3σ⁴ − 6σ² (g = Id only). sigma a finite number >= 0, act an activation name.
     """
-    if not (isinstance(sigma, int | float | np.floating) and math.isfinite(sigma) and sigma >= 0):
-        raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
-    if q4_constant not in ("hermite", "paper"):
-        raise ValueError(f"q4_constant must be 'hermite' or 'paper', got {q4_constant!r}")
+    validate.real(sigma, "sigma", low=0.0)
+    _act(act)
+    validate.choice(q4_constant, "q4_constant", ("hermite", "paper"))
     if q4_constant == "paper" and act != "linear":
-        raise ValueError(f"q4_constant='paper' is printed for g = Id only (act='linear'), got act={act!r}")
+        raise InputError(f"q4_constant='paper' is printed for g = Id only (act='linear'), got act={act!r}")
+    return _output_transforms(sigma, act, q4_constant)
+
+
+@functools.lru_cache(maxsize=128)
+def _output_transforms(sigma: float, act: str, q4_constant: str) -> OutputTransforms:
     s2 = sigma * sigma
     g, _ = activation(act)
     moments = _gaussian_expectations(
@@ -156,19 +202,29 @@ def output_transforms(sigma: float, act: str = "linear", q4_constant: str = "her
 
 
 def t1(u: np.ndarray, v: np.ndarray, x: np.ndarray, c: float) -> np.ndarray:
-    """t1(u, v, x) = H_4(x)[u, u, v, v] / c (Sec. 3.1), one value per row of x."""
+    """t1(u, v, x) = H_4(x)[u, u, v, v] / c (Sec. 3.1), one value per row of x (n, d); u, v (d,), c ≠ 0."""
+    u = _vector(u, "u")
+    v = _vector(v, "v", u.size)
+    x = _rows(x, "x", "(n, d)", u.size)
+    validate.real(c, "c", nonzero=True)
     p, q, uu, vv, uv = x @ u, x @ v, u @ u, v @ v, u @ v
     return (p * p * q * q - uu * q * q - 4 * p * q * uv - vv * p * p + uu * vv + 2 * uv * uv) / c
 
 
 def t2(u: np.ndarray, x: np.ndarray, c: float) -> np.ndarray:
-    """t2(u, x) = H_4(x)[u⁴] / c = ((uᵀx)⁴ − 6‖u‖²(uᵀx)² + 3‖u‖⁴) / c (Sec. 3.1)."""
+    """t2(u, x) = H_4(x)[u⁴] / c = ((uᵀx)⁴ − 6‖u‖²(uᵀx)² + 3‖u‖⁴) / c (Sec. 3.1); u (d,), x (n, d), c ≠ 0."""
+    u = _vector(u, "u")
+    x = _rows(x, "x", "(n, d)", u.size)
+    validate.real(c, "c", nonzero=True)
     p, uu = x @ u, u @ u
     return (p**4 - 6 * uu * p * p + 3 * uu * uu) / c
 
 
 def t3(u: np.ndarray, x: np.ndarray, c_prime: float) -> np.ndarray:
-    """t3(u, x) = H_2(x)[u, u] / c' = ((uᵀx)² − ‖u‖²) / c' (Sec. 3.1)."""
+    """t3(u, x) = H_2(x)[u, u] / c' = ((uᵀx)² − ‖u‖²) / c' (Sec. 3.1); u (d,), x (n, d), c' ≠ 0."""
+    u = _vector(u, "u")
+    x = _rows(x, "x", "(n, d)", u.size)
+    validate.real(c_prime, "c_prime", nonzero=True)
     p = x @ u
     return (p * p - u @ u) / c_prime
 
@@ -183,15 +239,15 @@ class L4Regularisers:
 
     def __post_init__(self) -> None:
         for name in ("mu", "lam", "delta"):
-            if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"{name} must be finite, got {getattr(self, name)}")
-        if self.lam < 0 or self.delta < 0:
-            raise ValueError(f"lam and delta must be >= 0, got lam={self.lam}, delta={self.delta}")
+            validate.real(getattr(self, name), name)
+        for name in ("lam", "delta"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0 (lam and delta), got {self.lam}, {self.delta}")
 
     def conditions(self, pi: np.ndarray) -> dict[str, bool]:
         """The paper's μ > 0 (sufficient, not necessary) and the derived necessary conditions (module
         docstring) for gate weights π = E[p*]."""
-        least = float(np.min(pi))
+        least = float(np.min(validate.probabilities(pi, "pi", tol=MIXTURE_TOL)))
         return {
             "mu > 0 (the paper's)": self.mu > 0,
             "lam * min(pi) > mu (bounded below)": self.lam * least > self.mu,
@@ -205,7 +261,11 @@ def transform_means(A: np.ndarray, inputs: InputDistribution, c: float) -> tuple
     Appell property of Hermite polynomials: E[H_4(m + g)] = m^{⊗4}, so E[t1(u, v, x)] =
     (uᵀm)²(vᵀm)²/c and E[t2(u, x)] = (uᵀm)⁴/c per component; both vanish for x ~ N(0, I_d). The
     constant term of Q4 changes L4 (eq. 6) by exactly const · (first − μ · second).
+    A (k, d) with the inputs' d, inputs an `InputDistribution`, c ≠ 0.
     """
+    _distribution(inputs)
+    A = _rows(A, "A", "(k, d)", inputs.d)
+    validate.real(c, "c", nonzero=True)
     off = diag = 0.0
     for prob, mean in inputs.components():
         s = (A @ mean) ** 2
@@ -215,7 +275,13 @@ def transform_means(A: np.ndarray, inputs: InputDistribution, c: float) -> tuple
 
 
 def l4_statistics(A: np.ndarray, x: np.ndarray, y: np.ndarray, tr: OutputTransforms):
-    """Per-sample terms of eq. (6): Q4 Σ_{i≠j} t1(a_i, a_j), Q4 Σ_i t2(a_i), and Q2 t3(a_i) (n, k)."""
+    """Per-sample terms of eq. (6): Q4 Σ_{i≠j} t1(a_i, a_j), Q4 Σ_i t2(a_i), and Q2 t3(a_i) (n, k).
+
+    Checked as in `sample_l4_gradient` (no regularisers here)."""
+    return _l4_statistics(*_l4_inputs(A, x, y, tr, _NO_REG, cast=False), tr)
+
+
+def _l4_statistics(A, x, y, tr):
     P = x @ A.T
     norms = np.sum(A * A, axis=1)
     G = A @ A.T
@@ -231,8 +297,9 @@ def l4_statistics(A: np.ndarray, x: np.ndarray, y: np.ndarray, tr: OutputTransfo
 def sample_l4(
     A: np.ndarray, x: np.ndarray, y: np.ndarray, tr: OutputTransforms, reg: L4Regularisers
 ) -> float:
-    """Empirical L4 of eq. (6): expectations replaced by sample means."""
-    off, diag, psi = l4_statistics(A, x, y, tr)
+    """Empirical L4 of eq. (6): expectations replaced by sample means (checked as `sample_l4_gradient`)."""
+    A, x, y = _l4_inputs(A, x, y, tr, reg, cast=False)
+    off, diag, psi = _l4_statistics(A, x, y, tr)
     return float(
         off.mean()
         - reg.mu * diag.mean()
@@ -255,25 +322,46 @@ def sample_l4_gradient(
     with k, d, n >= 1, `tr` an `OutputTransforms` with finite non-zero c, c', `reg` an
     `L4Regularisers`. A float32 A gives a float32 gradient on both backends.
     """
-    l4_gradient = kernels.backend(backend).l4_gradient
+    lib = kernels.backend(backend)
     A, x, y = _l4_inputs(A, x, y, tr, reg)
-    value, grad = l4_gradient(A, x, tr.Q4(y), tr.Q2(y), tr.c, tr.c_prime, reg.mu, reg.lam, reg.delta)
+    return _sample_l4_gradient(A, x, y, tr, reg, lib)
+
+
+def _sample_l4_gradient(A, x, y, tr, reg, lib) -> tuple[float, np.ndarray]:
+    value, grad = lib.l4_gradient(A, x, tr.Q4(y), tr.Q2(y), tr.c, tr.c_prime, reg.mu, reg.lam, reg.delta)
     return float(value), grad
 
 
-def _l4_inputs(A, x, y, tr, reg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The arguments of `sample_l4_gradient`, checked (`lab.core.validate`) before any backend runs."""
+_NO_REG = object()  # `l4_statistics` takes no regularisers
+
+
+def _l4_inputs(A, x, y, tr, reg, cast: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arguments of `sample_l4_gradient` (reg _NO_REG: none to check), checked (`lab.core.validate`)
+    before any backend runs; cast=True turns integer arrays into float64 for the kernels."""
     validate.instance(tr, "tr", OutputTransforms)
-    validate.instance(reg, "reg", L4Regularisers)
+    if reg is not _NO_REG:
+        validate.instance(reg, "reg", L4Regularisers)
     for name in ("c", "c_prime"):
         if validate.real(getattr(tr, name), f"tr.{name}") == 0.0:
             raise ValueError(f"tr.{name} must be a finite non-zero number, got 0.0")
-    A = validate.array(A, "A", ndim=2, labels="(k, d)", nonempty=(0, 1))
-    x = validate.array(x, "x", ndim=2, labels="(n, d)", nonempty=(0,))
+    A = validate.array(A, "A", ndim=2, labels="(k, d)", nonempty=(0, 1), cast=cast)
+    x = validate.array(x, "x", ndim=2, labels="(n, d)", nonempty=(0,), cast=cast)
     validate.same_shape("x", x, (x.shape[0], A.shape[1]), f"(n, d) with d = {A.shape[1]} from A")
-    y = validate.array(y, "y", ndim=1, labels="(n,)")
+    y = validate.array(y, "y", ndim=1, labels="(n,)", cast=cast)
     validate.same_shape("y", y, (x.shape[0],), "(n,) with n = len(x)")
     return A, x, y
+
+
+def _population_inputs(A, A_star, pi, reg, name: str = "A") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A (..., k, d), A* (k*, d) and π (k*,) real and finite, π mixture weights, reg `L4Regularisers`."""
+    validate.instance(reg, "reg", L4Regularisers)
+    A_star = _rows(A_star, "A_star", "(k*, d)", nonempty=(0, 1))
+    A = validate.array(A, name, min_ndim=2, labels="(..., k, d)", nonempty=(-2,), cast=False)
+    if A.shape[-1] != A_star.shape[1]:
+        raise InputError(
+            f"{name} must have shape (..., k, d) with d = {A_star.shape[1]} from A_star, got {A.shape}"
+        )
+    return A, A_star, validate.probabilities(pi, "pi", length=A_star.shape[0], tol=MIXTURE_TOL)
 
 
 def _population_parts(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray):
@@ -286,7 +374,10 @@ def _population_parts(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray):
 
 
 def population_l4(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray, reg: L4Regularisers) -> np.ndarray:
-    """Eq. (7) for A of shape (..., k, d): Σ_m π_m (S_m² − (1+μ)F_m) + λ Σ_i (r_i − 1)² + δ/2 ‖A‖²."""
+    """Eq. (7) for A of shape (..., k, d): Σ_m π_m (S_m² − (1+μ)F_m) + λ Σ_i (r_i − 1)² + δ/2 ‖A‖².
+
+    A* (k*, d) and mixture weights π (k*,) in [0, 1] summing to 1 (negative weights are refused)."""
+    A, A_star, pi = _population_inputs(A, A_star, pi, reg)
     _, _, S, F, r = _population_parts(A, A_star, pi)
     return (
         (S * S - (1 + reg.mu) * F) @ pi
@@ -296,14 +387,21 @@ def population_l4(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray, reg: L4Regu
 
 
 def population_l4_gradient(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray, reg: L4Regularisers):
-    """∇_A of eq. (7) for A of shape (..., k, d): (∂L/∂C) A* + δA."""
+    """∇_A of eq. (7) for A of shape (..., k, d): (∂L/∂C) A* + δA (arguments as in `population_l4`)."""
+    return _population_l4_gradient(*_population_inputs(A, A_star, pi, reg), reg)
+
+
+def _population_l4_gradient(A, A_star, pi, reg):
     C, C2, S, _, r = _population_parts(A, A_star, pi)
     dC = 4 * pi * C * (S[..., None, :] - (1 + reg.mu) * C2 + reg.lam * (r - 1.0)[..., :, None])
     return dC @ A_star + reg.delta * A
 
 
 def population_l4_hessian(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray, reg: L4Regularisers):
-    """Hessian of eq. (7) in vec(A) (row-major), shape (k·d, k·d)."""
+    """Hessian of eq. (7) in vec(A) (row-major), shape (k·d, k·d), at one A (k, d) (as `population_l4`)."""
+    A, A_star, pi = _population_inputs(A, A_star, pi, reg)
+    if A.ndim != 2:
+        raise InputError(f"A must have shape (k, d) (one point, not a batch), got shape {A.shape}")
     k, d = A.shape
     km = A_star.shape[0]
     C, C2, S, _, r = _population_parts(A, A_star, pi)
@@ -320,8 +418,11 @@ def population_l4_hessian(A: np.ndarray, A_star: np.ndarray, pi: np.ndarray, reg
 
 
 def optimal_scale(pi: np.ndarray, reg: L4Regularisers) -> np.ndarray:
-    """c_m with a_i = ±c_m a*_{π(i)} at the global minima of eq. (7), orthonormal A* (module docstring)."""
-    pi = np.asarray(pi, dtype=float)
+    """c_m with a_i = ±c_m a*_{π(i)} at the global minima of eq. (7), orthonormal A* (module docstring).
+
+    pi mixture weights (k,) in [0, 1] summing to 1, reg `L4Regularisers`."""
+    validate.instance(reg, "reg", L4Regularisers)
+    pi = np.asarray(validate.probabilities(pi, "pi", tol=MIXTURE_TOL), dtype=float)
     num = reg.lam * pi - reg.delta / 4
     den = pi * (reg.lam * pi - reg.mu)
     if np.any(num <= 0) or np.any(den <= 0):
@@ -331,17 +432,18 @@ def optimal_scale(pi: np.ndarray, reg: L4Regularisers) -> np.ndarray:
 
 def _log_joint(W: np.ndarray, A: np.ndarray, x: np.ndarray, y: np.ndarray, sigma: float, act: str):
     """log p_i(x) + log N(y | g(⟨a_i, x⟩), σ²), log p_i(x) (both (k, n)) and the former's log-sum-exp (n,)."""
-    if not (math.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a finite number > 0 for L_log, got {sigma}")
-    L = gate_logits(W, x)
-    log_p = L - log_sum_exp(L)
-    resid = (y - expert_outputs(A, x, act)) / sigma
+    L = _gate_logits(W, x)
+    log_p = L - _log_sum_exp(L)
+    resid = (y - _expert_outputs(A, x, act)) / sigma
     joint = log_p - 0.5 * resid * resid - math.log(sigma * math.sqrt(2 * math.pi))
-    return joint, log_p, log_sum_exp(joint)
+    return joint, log_p, _log_sum_exp(joint)
 
 
 def l_log(W: np.ndarray, A: np.ndarray, x: np.ndarray, y: np.ndarray, sigma: float, act: str = "linear"):
-    """Empirical L_log of eq. (8): −mean log Σ_i p_i(x) N(y | g(⟨a_i, x⟩), σ²); log-sum-exp stable."""
+    """Empirical L_log of eq. (8): −mean log Σ_i p_i(x) N(y | g(⟨a_i, x⟩), σ²); log-sum-exp stable.
+
+    W (k − 1, d), A (k, d), x (n, d), y (n,) real and finite, σ > 0, act an activation name."""
+    W, A, x, y = _regression(W, A, x, y, sigma, act)
     return float(-_log_joint(W, A, x, y, sigma, act)[2].mean())
 
 
@@ -353,7 +455,13 @@ def l_log_gradient(
     sigma: float,
     act: str = "linear",
 ) -> tuple[float, np.ndarray]:
-    """L_log of eq. (8) and ∇_W = mean[(p_j(x) − r_j(x, y)) x], r the posterior of z (k − 1 rows)."""
+    """L_log of eq. (8) and ∇_W = mean[(p_j(x) − r_j(x, y)) x], r the posterior of z (k − 1 rows).
+
+    Arguments as in `l_log`."""
+    return _l_log_gradient(*_regression(W, A, x, y, sigma, act), sigma, act)
+
+
+def _l_log_gradient(W, A, x, y, sigma, act) -> tuple[float, np.ndarray]:
     joint, log_p, ll = _log_joint(W, A, x, y, sigma, act)
     diff = np.exp(log_p[:-1]) - np.exp(joint[:-1] - ll)
     return float(-ll.mean()), diff @ x / x.shape[0]
@@ -362,14 +470,26 @@ def l_log_gradient(
 def l_log_hessian(
     W: np.ndarray, A: np.ndarray, x: np.ndarray, y: np.ndarray, sigma: float, act: str = "linear"
 ):
-    """∇²_W L_log of eq. (8) in vec(W) (row-major): mean of [(diag p − ppᵀ) − (diag r − rrᵀ)]_jl x xᵀ."""
+    """∇²_W L_log of eq. (8) in vec(W) (row-major): mean of [(diag p − ppᵀ) − (diag r − rrᵀ)]_jl x xᵀ.
+
+    Arguments as in `l_log`."""
+    W, A, x, y = _regression(W, A, x, y, sigma, act)
     joint, log_p, ll = _log_joint(W, A, x, y, sigma, act)
     p, r = np.exp(log_p[:-1]), np.exp(joint[:-1] - ll)
-    return softmax_curvature(x, p) - softmax_curvature(x, r)
+    return _softmax_curvature(x, p) - _softmax_curvature(x, r)
 
 
 def softmax_curvature(x: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """mean over samples of (diag p − ppᵀ) ⊗ x xᵀ for the k − 1 free gates p (k − 1, n), row-major vec(W)."""
+    """mean over samples of (diag p − ppᵀ) ⊗ x xᵀ for the k − 1 free gates p (k − 1, n), row-major vec(W).
+
+    x (n, d) real and finite with n >= 1, p (k − 1, n) probabilities in [0, 1]."""
+    x = _rows(x, "x", "(n, d)")
+    p = validate.array(p, "p", ndim=2, labels="(k - 1, n)", cast=False, low=0.0, high=1.0)
+    validate.same_shape("p", p, (p.shape[0], x.shape[0]), "(k - 1, n) with n = len(x)")
+    return _softmax_curvature(x, p)
+
+
+def _softmax_curvature(x: np.ndarray, p: np.ndarray) -> np.ndarray:
     km, d = p.shape[0], x.shape[1]
     H = np.empty((km, d, km, d))
     for j in range(km):
@@ -379,15 +499,25 @@ def softmax_curvature(x: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def posterior(W: np.ndarray, A: np.ndarray, x: np.ndarray, y: np.ndarray, sigma: float, act: str = "linear"):
-    """r_i(x, y) = P[z = i | x, y] under eq. (1) with parameters (A, W, σ), shape (k, n) (EM's E-step)."""
+    """r_i(x, y) = P[z = i | x, y] under eq. (1) with parameters (A, W, σ), shape (k, n) (EM's E-step).
+
+    Arguments as in `l_log`."""
+    return _posterior(*_regression(W, A, x, y, sigma, act), sigma, act)
+
+
+def _posterior(W, A, x, y, sigma, act) -> np.ndarray:
     joint, _, ll = _log_joint(W, A, x, y, sigma, act)
     return np.exp(joint - ll)
 
 
 def project_rows(W: np.ndarray, R: float) -> np.ndarray:
-    """Π_Ω: each row w_i mapped to the ball ‖w_i‖ ≤ R (Sec. 3.2)."""
-    if not (math.isfinite(R) and R > 0):
-        raise ValueError(f"R must be a finite number > 0, got {R}")
+    """Π_Ω: each row w_i mapped to the ball ‖w_i‖ ≤ R (Sec. 3.2); W (k − 1, d) real and finite, R > 0."""
+    W = _rows(W, "W", "(k - 1, d)", nonempty=())
+    validate.real(R, "R", low=0.0, low_open=True)
+    return _project_rows(W, R)
+
+
+def _project_rows(W: np.ndarray, R: float) -> np.ndarray:
     norms = np.linalg.norm(W, axis=1, keepdims=True)
     return W * np.minimum(1.0, R / np.maximum(norms, np.finfo(float).tiny))
 
@@ -395,11 +525,18 @@ def project_rows(W: np.ndarray, R: float) -> np.ndarray:
 def l2_loss_gradient(
     A: np.ndarray, W: np.ndarray, x: np.ndarray, y: np.ndarray, act: str = "linear"
 ) -> tuple[float, np.ndarray, np.ndarray]:
-    """ℓ2 = mean (ŷ(x) − y)² of Sec. 3.1 with ŷ = Σ p_i g(⟨a_i, x⟩), and its gradients in A and W."""
+    """ℓ2 = mean (ŷ(x) − y)² of Sec. 3.1 with ŷ = Σ p_i g(⟨a_i, x⟩), and its gradients in A and W.
+
+    Arguments as in `l_log` (no σ)."""
+    W, A, x, y = _regression(W, A, x, y, 1.0, act)
+    return _l2_loss_gradient(A, W, x, y, act)
+
+
+def _l2_loss_gradient(A, W, x, y, act) -> tuple[float, np.ndarray, np.ndarray]:
     g, g_prime = activation(act)
     pre = A @ x.T
     f = g(pre)
-    p = gate_probabilities(W, x)
+    p = _gate_probabilities(W, x)
     y_hat = np.sum(p * f, axis=0)
     e = (2.0 / x.shape[0]) * (y_hat - y)
     grad_A = (e * p * g_prime(pre)) @ x

@@ -27,13 +27,23 @@ loss with its partial derivatives with respect to those logits, so they compose 
 linear router (e.g. the router h = Θᵀ Σ_p x⁽ᵖ⁾ of Chen et al. with H = h + r). The
 `*_and_gradients` functions add the chain rule to ∇W_g and ∇W_noise (`router_gradients`).
 
-All NumPy functions here accept complex input (selections use real parts), so gradients can be
-checked by complex step. `gate_and_load` and `top_k_membership_counts` run on a backend: the
-kernels of `lab.kernels.gating` or their NumPy twins in `lab.kernels.gating_numpy`, which are the
-formulas of this module. They validate their arguments first, the same way for both backends
-(`lab.core.validate`): real finite (n, M) arrays with M >= 1 (no complex input: the kernels are
-real), k in [1, M], raw_noise > -745 (Softplus > 0) and scale > 0, draws >= 1, seeds in
-[0, 2**64), resample_all a bool.
+Inputs. Every public function checks its arguments once (`lab.core.validate`, or `_logits` here):
+arrays of numbers with M >= 1 experts along the last axis, finite (NaN or inf is refused, never
+propagated), of matching shapes, k an integer in [1, M], w a finite number. The losses and their
+parts (`noisy_logits`, `smooth_load`, `cv_squared`, `cv_squared_gradient`, `importance`,
+`importance_loss`, `load_loss`, `router_gradients`, `*_and_gradients`) accept complex input
+(selections use real parts), so gradients can be checked by complex step. The selections and the
+gate itself (`decreasing_order`, `top_k_mask`, `top_k_gates`, `kth_excluding`,
+`noisy_top_k_gating`) are real only: a complex logit is a TypeError, as is a bool or string array.
+The scalar functions (`softplus`, `logistic`, `normal_cdf`, `normal_pdf`) are elementwise: only
+the dtype is checked, and a NaN entry gives NaN there, as in NumPy. Internal callers use the
+unchecked `_` implementations, so nothing is checked twice.
+
+`gate_and_load` and `top_k_membership_counts` run on a backend: the kernels of `lab.kernels.gating`
+or their NumPy twins in `lab.kernels.gating_numpy`, which are the formulas of this module. They
+validate their arguments first, the same way for both backends (`lab.core.validate`): real finite
+(n, M) arrays with M >= 1 (no complex input: the kernels are real), k in [1, M], raw_noise > -745
+(Softplus > 0) and scale > 0, draws >= 1, seeds in [0, 2**64), resample_all a bool.
 """
 
 from __future__ import annotations
@@ -55,6 +65,33 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _Z_CAP = 64.0
 # Softplus(ρ) underflows to 0 in double precision below this ρ (e^ρ < smallest subnormal).
 _SOFTPLUS_UNDERFLOW = -745.0
+
+__all__ = [
+    "ImportanceLoss",
+    "LoadLoss",
+    "RouterLoss",
+    "cv_squared",
+    "cv_squared_gradient",
+    "decreasing_order",
+    "gate_and_load",
+    "importance",
+    "importance_loss",
+    "importance_loss_and_gradients",
+    "kth_excluding",
+    "load_loss",
+    "load_loss_and_gradients",
+    "logistic",
+    "noisy_logits",
+    "noisy_top_k_gating",
+    "normal_cdf",
+    "normal_pdf",
+    "router_gradients",
+    "smooth_load",
+    "softplus",
+    "top_k_gates",
+    "top_k_mask",
+    "top_k_membership_counts",
+]
 
 
 class ImportanceLoss(NamedTuple):
@@ -85,45 +122,52 @@ class RouterLoss(NamedTuple):
 
 
 def softplus(z: np.ndarray) -> np.ndarray:
-    """Softplus(z) = log(1 + e^z), finite for any finite z (and analytic for complex step)."""
-    z = np.asarray(z)
+    """Softplus(z) = log(1 + e^z), finite for any finite z (and analytic for complex step); NaN propagates."""
+    z = _numbers(z, "z")
     pos = np.real(z) > 0
     return np.where(pos, z, 0) + np.log1p(np.exp(np.where(pos, -z, z)))
 
 
 def logistic(z: np.ndarray) -> np.ndarray:
-    """Softplus'(z) = 1 / (1 + e^{−z}), finite for any finite z (and analytic for complex step)."""
-    z = np.asarray(z)
+    """Softplus'(z) = 1 / (1 + e^{−z}), finite for finite z (analytic for complex step); NaN propagates."""
+    z = _numbers(z, "z")
     pos = np.real(z) > 0
     e = np.exp(np.where(pos, -z, z))
     return np.where(pos, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def normal_cdf(z: np.ndarray) -> np.ndarray:
-    """Standard normal CDF Φ(z) = erfc(−z/√2)/2 (accurate in both tails, complex-capable)."""
-    return 0.5 * special.erfc(-np.asarray(z) * _SQRT_HALF)
+    """Standard normal CDF Φ(z) = erfc(−z/√2)/2 (accurate in both tails, complex-capable); NaN propagates."""
+    return 0.5 * special.erfc(-_numbers(z, "z") * _SQRT_HALF)
 
 
 def normal_pdf(z: np.ndarray) -> np.ndarray:
-    """Standard normal density φ(z)."""
-    z = np.asarray(z)
+    """Standard normal density φ(z) (elementwise, complex-capable); NaN propagates."""
+    z = _numbers(z, "z")
     return _INV_SQRT_2PI * np.exp(-0.5 * z * z)
 
 
 # ---------------------------------------------------------------------------- validation
 
 
-def _logits(a: np.ndarray, name: str, ndim: int | None = None) -> np.ndarray:
+def _numbers(z, name: str) -> np.ndarray:
+    """An array of real or complex numbers (the elementwise functions): dtype only, O(1)."""
+    return validate.array(z, name, finite=False, complex_ok=True, cast=False)
+
+
+def _logits(a: np.ndarray, name: str, ndim: int | None = None, real: bool = False) -> np.ndarray:
+    """Finite logits (..., M) with M >= 1: real or complex (real=True: real only); integers become float64."""
     a = np.asarray(a)
     if a.dtype.kind in "iu":
         a = a.astype(np.float64)
-    if a.dtype.kind not in "fc":
-        raise TypeError(f"{name} must be a real or complex array, got dtype {a.dtype}")
+    if a.dtype.kind not in ("f" if real else "fc"):
+        wanted = "real" if real else "real or complex"
+        raise TypeError(f"{name} must be a {wanted} array, got dtype {a.dtype}")
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {a.shape}")
     if a.ndim < 1 or a.shape[-1] < 1:
         raise ValueError(f"{name} must have at least one expert along its last axis, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
+    if not validate.all_finite(a):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return a
 
@@ -136,17 +180,22 @@ def _same_shape(reference: np.ndarray, **arrays: np.ndarray) -> None:
 
 def _top_k(k: int, M: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int | np.integer):
-        raise TypeError(f"k must be an integer, got {type(k).__name__}")
+        raise TypeError(f"k must be an integer in [1, M={M}], got {type(k).__name__} {k!r}")
     if not 1 <= k <= M:
         raise ValueError(f"k must be an integer in [1, M={M}], got {k}")
     return int(k)
 
 
+def _weight(w) -> float:
+    validate.real(w, "w")
+    return w
+
+
 def _scale(scale: np.ndarray) -> np.ndarray:
     if np.any(np.real(scale) <= 0):
         raise ValueError(
-            "noise scale must be > 0: Softplus(x W_noise) underflowed to 0 (raw noise logit below "
-            f"{_SOFTPLUS_UNDERFLOW}); the authors' code adds 1e-2 to the scale"
+            "scale must be > 0 (the noise scale Softplus(x W_noise) underflows to 0 for raw noise logits "
+            f"below {_SOFTPLUS_UNDERFLOW}; the authors' code adds 1e-2 to the scale)"
         )
     return scale
 
@@ -165,12 +214,16 @@ def noisy_logits(clean: np.ndarray, raw_noise: np.ndarray, xi: np.ndarray) -> np
 
 def decreasing_order(H: np.ndarray) -> np.ndarray:
     """Experts sorted by decreasing H along the last axis, ties by increasing index (the tie rule)."""
+    return _decreasing_order(_logits(H, "H", real=True))
+
+
+def _decreasing_order(H: np.ndarray) -> np.ndarray:
     return np.argsort(-np.real(H), axis=-1, kind="stable")
 
 
 def _selection(H: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The tie-rule order and the KeepTopK mask (exactly k True per row)."""
-    order = decreasing_order(H)
+    order = _decreasing_order(H)
     mask = np.zeros(H.shape, dtype=bool)
     np.put_along_axis(mask, order[..., :k], True, axis=-1)
     return order, mask
@@ -178,7 +231,7 @@ def _selection(H: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 def top_k_mask(H: np.ndarray, k: int) -> np.ndarray:
     """Support of KeepTopK(H, k): exactly k True per row, ties to the lowest index."""
-    H = _logits(H, "H")
+    H = _logits(H, "H", real=True)
     return _selection(H, _top_k(k, H.shape[-1]))[1]
 
 
@@ -188,10 +241,14 @@ def top_k_gates(H: np.ndarray, k: int) -> np.ndarray:
     The softmax subtracts the row maximum, so gaps like 1e6 give exact 0 < G ≤ 1 with no
     overflow; a kept gate more than ~745 below the row maximum underflows to 0 in double
     precision (its exact value is below the smallest subnormal), so "exactly k non-zeros" holds
-    for the support (`top_k_mask`), and for the values wherever they are representable.
+    for the support (`top_k_mask`), and for the values wherever they are representable. H is real
+    (a complex logit is a TypeError; the losses take complex H for complex-step derivatives).
     """
-    H = _logits(H, "H")
-    k = _top_k(k, H.shape[-1])
+    H = _logits(H, "H", real=True)
+    return _top_k_gates(H, _top_k(k, H.shape[-1]))
+
+
+def _top_k_gates(H: np.ndarray, k: int) -> np.ndarray:
     order, mask = _selection(H, k)
     peak = np.take_along_axis(H, order[..., :1], axis=-1)
     e = np.where(mask, np.exp(H - peak), 0)
@@ -199,17 +256,18 @@ def top_k_gates(H: np.ndarray, k: int) -> np.ndarray:
 
 
 def noisy_top_k_gating(x, W_g, W_noise, xi, k: int) -> np.ndarray:
-    """G(x) = Softmax(KeepTopK(H(x), k)) for a batch x (n, d), W_g, W_noise (d, M), noise ξ (n, M)."""
-    return top_k_gates(noisy_logits(x @ W_g, x @ W_noise, xi), k)
+    """G(x) = Softmax(KeepTopK(H(x), k)) for a batch x (n, d), W_g, W_noise (d, M), noise ξ (n, M); real."""
+    *_, H = _router_logits(x, W_g, W_noise, xi, real=True)
+    return _top_k_gates(H, _top_k(k, H.shape[-1]))
 
 
 def kth_excluding(H: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """kth_excluding(H, k, i) for every expert i, and the index of the expert holding that value.
 
     The value is the k-th largest of {H_j : j ≠ i}: position k of the tie-rule order when i is
-    among the top k, position k − 1 otherwise. For k = M it is −∞ (index −1).
+    among the top k, position k − 1 otherwise. For k = M it is −∞ (index −1). H is real.
     """
-    H = _logits(H, "H")
+    H = _logits(H, "H", real=True)
     k = _top_k(k, H.shape[-1])
     order, mask = _selection(H, k)
     return _threshold(H, k, order, mask)
@@ -237,7 +295,7 @@ def smooth_load(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int) -> 
     k = _top_k(k, H.shape[-1])
     if k == H.shape[-1]:
         return np.ones_like(clean)
-    threshold, _ = kth_excluding(H, k)
+    threshold, _ = _threshold(H, k, *_selection(H, k))
     return normal_cdf(_standardized_gap(clean, scale, threshold))
 
 
@@ -245,29 +303,37 @@ def smooth_load(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int) -> 
 
 
 def cv_squared(v: np.ndarray) -> float:
-    """CV(v)² = Var(v) / mean(v)², population variance (the w·CV² of L_importance and L_load)."""
-    v = np.asarray(v)
+    """CV(v)² = Var(v) / mean(v)², population variance (the w·CV² of L_importance and L_load).
+
+    v (M,) finite, M >= 1, real or complex; a zero mean is a ValueError."""
+    return _cv_squared(_logits(v, "v", ndim=1))
+
+
+def _cv_squared(v: np.ndarray):
     mean = v.mean()
     if np.real(mean) == 0:
-        raise ValueError("CV(v)² is undefined: the mean of v is 0")
+        raise ValueError("v must have a non-zero mean: CV(v)² is undefined, the mean of v is 0")
     centred = v - mean
     return (centred * centred).mean() / (mean * mean)
 
 
 def cv_squared_gradient(v: np.ndarray) -> np.ndarray:
-    """∂CV(v)²/∂v_j = 2 (v_j − μ − σ²/μ) / (M μ²), with μ = mean(v), σ² = Var(v)."""
-    v = np.asarray(v)
+    """∂CV(v)²/∂v_j = 2 (v_j − μ − σ²/μ) / (M μ²), with μ = mean(v), σ² = Var(v); v as in `cv_squared`."""
+    return _cv_squared_gradient(_logits(v, "v", ndim=1))
+
+
+def _cv_squared_gradient(v: np.ndarray) -> np.ndarray:
     mean = v.mean()
     if np.real(mean) == 0:
-        raise ValueError("CV(v)² is undefined: the mean of v is 0")
+        raise ValueError("v must have a non-zero mean: CV(v)² is undefined, the mean of v is 0")
     centred = v - mean
     var = (centred * centred).mean()
     return 2.0 * (centred - var / mean) / (v.size * mean * mean)
 
 
 def importance(G: np.ndarray) -> np.ndarray:
-    """Importance(X) = Σ_{x∈X} G(x), shape (M,)."""
-    return np.asarray(G).sum(axis=0)
+    """Importance(X) = Σ_{x∈X} G(x), shape (M,), for gates G (n, M) (finite, real or complex)."""
+    return _logits(G, "G", ndim=2).sum(axis=0)
 
 
 def importance_loss(H: np.ndarray, k: int, w: float = 1.0) -> ImportanceLoss:
@@ -278,11 +344,15 @@ def importance_loss(H: np.ndarray, k: int, w: float = 1.0) -> ImportanceLoss:
     piecewise constant). For k = 1 the gate is one-hot and the gradient is 0 everywhere.
     """
     H = _logits(H, "H", ndim=2)
-    G = top_k_gates(H, k)
-    imp = importance(G)
-    g = w * cv_squared_gradient(imp)
+    return _importance_loss(H, _top_k(k, H.shape[-1]), _weight(w))
+
+
+def _importance_loss(H: np.ndarray, k: int, w: float) -> ImportanceLoss:
+    G = _top_k_gates(H, k)
+    imp = G.sum(axis=0)
+    g = w * _cv_squared_gradient(imp)
     d_H = G * (g - (G * g).sum(axis=1, keepdims=True))
-    return ImportanceLoss(w * cv_squared(imp), d_H)
+    return ImportanceLoss(w * _cv_squared(imp), d_H)
 
 
 def load_loss(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int, w: float = 1.0) -> LoadLoss:
@@ -303,6 +373,7 @@ def load_loss(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int, w: fl
     H = _logits(H, "H", ndim=2)
     _same_shape(clean, scale=scale, H=H)
     k = _top_k(k, H.shape[-1])
+    w = _weight(w)
     dtype = np.result_type(clean, scale, H)
     zeros = np.zeros(clean.shape, dtype=dtype)
     if k == H.shape[-1]:
@@ -311,45 +382,71 @@ def load_loss(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int, w: fl
     threshold, _ = _threshold(H, k, order, mask)
     z = _standardized_gap(clean, scale, threshold)
     load = normal_cdf(z).sum(axis=0)
-    g = w * cv_squared_gradient(load)
+    g = w * _cv_squared_gradient(load)
     a = g * normal_pdf(z) / scale
     d_H = zeros
     np.put_along_axis(d_H, order[:, k : k + 1], -(a * mask).sum(axis=1, keepdims=True), axis=1)
     np.put_along_axis(d_H, order[:, k - 1 : k], -(a * ~mask).sum(axis=1, keepdims=True), axis=1)
-    return LoadLoss(w * cv_squared(load), a, -a * z, d_H)
+    return LoadLoss(w * _cv_squared(load), a, -a * z, d_H)
 
 
 def router_gradients(x, raw_noise, xi, d_clean, d_scale, d_H) -> tuple[np.ndarray, np.ndarray]:
-    """Chain rule to (∇W_g, ∇W_noise) for c = xW_g, ρ = xW_noise, s = Softplus(ρ), H = c + ξ s."""
+    """Chain rule to (∇W_g, ∇W_noise) for c = xW_g, ρ = xW_noise, s = Softplus(ρ), H = c + ξ s.
+
+    x (n, d), the others (n, M); finite, real or complex."""
+    x = _logits(x, "x", ndim=2)
+    raw_noise = _logits(raw_noise, "raw_noise", ndim=2)
+    if raw_noise.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"raw_noise must have shape (n, M) with n = {x.shape[0]} from x, got {raw_noise.shape}"
+        )
+    xi, d_clean, d_scale, d_H = (
+        _logits(a, name, ndim=2)
+        for a, name in ((xi, "xi"), (d_clean, "d_clean"), (d_scale, "d_scale"), (d_H, "d_H"))
+    )
+    _same_shape(raw_noise, xi=xi, d_clean=d_clean, d_scale=d_scale, d_H=d_H)
+    return _router_gradients(x, raw_noise, xi, d_clean, d_scale, d_H)
+
+
+def _router_gradients(x, raw_noise, xi, d_clean, d_scale, d_H):
     d_c = d_clean + d_H
     d_rho = (d_scale + d_H * xi) * logistic(raw_noise)
     return x.T @ d_c, x.T @ d_rho
 
 
-def _router_logits(x, W_g, W_noise, xi):
-    x = _logits(x, "x", ndim=2)
-    W_g = _logits(W_g, "W_g", ndim=2)
-    W_noise = _logits(W_noise, "W_noise", ndim=2)
+def _router_logits(x, W_g, W_noise, xi, real: bool = False):
+    """x (n, d), W_g and W_noise (d, M), ξ (n, M), checked; returns x, c, ρ, ξ and H = c + ξ Softplus(ρ)."""
+    x = _logits(x, "x", ndim=2, real=real)
+    W_g = _logits(W_g, "W_g", ndim=2, real=real)
+    W_noise = _logits(W_noise, "W_noise", ndim=2, real=real)
     _same_shape(W_g, W_noise=W_noise)
     if x.shape[1] != W_g.shape[0]:
         raise ValueError(f"x must have {W_g.shape[0]} columns (rows of W_g), got shape {x.shape}")
+    xi = _logits(xi, "xi", ndim=2, real=real)
+    if xi.shape != (x.shape[0], W_g.shape[1]):
+        raise ValueError(f"xi must have shape (n, M) = {(x.shape[0], W_g.shape[1])}, got {xi.shape}")
     clean, raw_noise = x @ W_g, x @ W_noise
-    return x, clean, raw_noise, noisy_logits(clean, raw_noise, xi)
+    return x, clean, raw_noise, xi, clean + xi * softplus(raw_noise)
 
 
 def importance_loss_and_gradients(x, W_g, W_noise, xi, k: int, w: float = 1.0) -> RouterLoss:
     """L_importance for the noisy top-k router with its gradients ∇W_g, ∇W_noise (ξ held fixed)."""
-    x, _, raw_noise, H = _router_logits(x, W_g, W_noise, xi)
-    loss, d_H = importance_loss(H, k, w)
+    x, _, raw_noise, xi, H = _router_logits(x, W_g, W_noise, xi)
+    loss, d_H = _importance_loss(H, _top_k(k, H.shape[-1]), _weight(w))
     zeros = np.zeros_like(d_H)
-    return RouterLoss(loss, *router_gradients(x, raw_noise, xi, zeros, zeros, d_H))
+    return RouterLoss(loss, *_router_gradients(x, raw_noise, xi, zeros, zeros, d_H))
 
 
 def load_loss_and_gradients(x, W_g, W_noise, xi, k: int, w: float = 1.0) -> RouterLoss:
     """L_load for the noisy top-k router with its gradients ∇W_g, ∇W_noise (ξ held fixed)."""
-    x, clean, raw_noise, H = _router_logits(x, W_g, W_noise, xi)
+    x, clean, raw_noise, xi, H = _router_logits(x, W_g, W_noise, xi)
+    if raw_noise.size and np.min(np.real(raw_noise)) <= _SOFTPLUS_UNDERFLOW:
+        raise ValueError(
+            f"W_noise must keep the raw noise logits x W_noise > {_SOFTPLUS_UNDERFLOW} (below it the noise "
+            f"scale Softplus underflows to 0), got {float(np.min(np.real(raw_noise)))}"
+        )
     loss, d_clean, d_scale, d_H = load_loss(clean, softplus(raw_noise), H, k, w)
-    return RouterLoss(loss, *router_gradients(x, raw_noise, xi, d_clean, d_scale, d_H))
+    return RouterLoss(loss, *_router_gradients(x, raw_noise, xi, d_clean, d_scale, d_H))
 
 
 # ---------------------------------------------------------------------------- kernels and twins

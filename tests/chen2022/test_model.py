@@ -94,7 +94,7 @@ def test_init_and_shapes_validate():
     with pytest.raises(ValueError, match="backend"):
         x = np.zeros((2, 3, 4))
         perturbed_loss_gradients(x, np.ones(2), params_small(), np.zeros(2, dtype=int), backend="gpu")
-    with pytest.raises(ValueError, match="activation"):
+    with pytest.raises(ValueError, match=r"^act must be one of 'celu', 'cubic'"):
         perturbed_loss(np.zeros((2, 3, 4)), np.ones(2), params_small(), np.zeros(2, dtype=int), act="swish")
 
 

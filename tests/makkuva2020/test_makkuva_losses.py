@@ -94,7 +94,7 @@ def test_transform_bad_input():
         output_transforms(0.1, q4_constant="other")
     with pytest.raises(ValueError, match="g = Id"):
         output_transforms(0.1, "tanh", q4_constant="paper")
-    with pytest.raises(ValueError, match="activation"):
+    with pytest.raises(ValueError, match=r"^act must be one of"):
         output_transforms(0.1, "swish")
 
 

@@ -154,9 +154,9 @@ def test_smooth_load_is_one_for_k_equal_M_and_finite_at_tiny_scale():
 
 def test_zero_noise_scale_is_rejected():
     z = np.zeros((2, 3))
-    with pytest.raises(ValueError, match="noise scale must be > 0"):
+    with pytest.raises(ValueError, match=r"^scale must be > 0"):
         gating.smooth_load(z, z, z, 1)
-    with pytest.raises(ValueError, match="noise scale must be > 0"):
+    with pytest.raises(ValueError, match=r"^W_noise must keep the raw noise logits"):
         gating.load_loss_and_gradients(np.ones((2, 1)), np.zeros((1, 3)), np.full((1, 3), -800.0), z, 1)
 
 

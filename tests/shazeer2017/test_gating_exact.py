@@ -24,7 +24,7 @@ def test_a_scale_that_is_not_positive_is_refused_by_both_load_functions(bad):
     clean, H = np.zeros((2, 4)), np.array([[0.3, -0.2, 0.1, 0.0], [1.0, 0.5, -1.0, 0.2]])
     scale = np.ones((2, 4))
     scale[1, 2] = bad
-    with pytest.raises(ValueError, match="noise scale must be > 0"):
+    with pytest.raises(ValueError, match=r"^scale must be > 0"):
         smooth_load(clean, scale, H, 2)
-    with pytest.raises(ValueError, match="noise scale must be > 0"):
+    with pytest.raises(ValueError, match=r"^scale must be > 0"):
         load_loss(clean, scale, H, 2)
