@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.chen2022.model import (
-    expert_gradient,
-    expert_outputs,
-    gate_values,
-    logistic_loss_derivative,
-    routed_expert_outputs,
+from lab.chen2022.model import (  # unchecked: the twins' arguments pass `lab.kernels._checks` once
+    _expert_gradient as expert_gradient,
 )
+from lab.chen2022.model import _expert_outputs as expert_outputs
+from lab.chen2022.model import _gate_values as gate_values
+from lab.chen2022.model import _routed_expert_outputs as routed_expert_outputs
+from lab.chen2022.model import logistic_loss_derivative
 from lab.kernels import _checks
 from lab.kernels._shared import NOISE_CODES
 from lab.kernels.activations import ACTIVATIONS
