@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from lab.docs.bench_targets import named
 from lab.docs.evidence import extra, full_tier, measured, missing, record, record_rows, verify_missing
 from lab.docs.findings_chen import FINDINGS as CHEN_FINDINGS
-from lab.docs.markdown import anchor, evidence, fixed, interval, num, page
+from lab.docs.findings_kernels import performance
+from lab.docs.markdown import anchor, evidence, finding, interval, num, page
 from lab.docs.replications_page import MAKKUVA_TARGET, command
 from lab.docs.results import Results
-from lab.docs.timing_section import (
-    PEAK_PREFIX,
-    TARGET_MINUTES,
-    floor_minutes,
-    model_times,
-    peak_benchmarks,
-    target_status,
-)
 from lab.makkuva2020 import fig1
 
 INTRO = """\
@@ -37,11 +27,6 @@ number a check computes (its claim page says what it counts), `bound` the value 
 and `slack` = bound ÷ measured, the room an upper bound leaves. Premise records that carry a finding
 mark show the outcome `finding` in the claims pages: the paper's statement is checked as written,
 fails, and the lab expects it to fail."""
-
-
-def _finding(name: str, title: str, grade: str, *paragraphs: str) -> str:
-    """One finding: its anchor, its `###` heading, the Evidence line, then its text."""
-    return "\n\n".join([anchor(name), f"### {title}", grade, *paragraphs])
 
 
 def makkuva(results: Results) -> str:
@@ -112,7 +97,7 @@ def _gru(results: Results) -> str:
     parts = [text] + ([f"Largest gaps: {', '.join(gaps)}.", record_rows(found)] if gaps else [])
     if None in found:
         parts.append(verify_missing("D6"))
-    return _finding("makkuva-eq4", "Eq. (4) and the GRU", grade, *parts)
+    return finding("makkuva-eq4", "Eq. (4) and the GRU", grade, *parts)
 
 
 def _sample_loss(results: Results) -> str:
@@ -143,7 +128,7 @@ def _sample_loss(results: Results) -> str:
         "directions lie outside span(A*), and global statements about the sample loss need a bounded domain."
     )
     if scope is None:
-        return _finding("makkuva-sample-l4", title, grade, text, verify_missing("D2"))
+        return finding("makkuva-sample-l4", title, grade, text, verify_missing("D2"))
     numbers = (
         f"A fraction {num(scope['measured'])} of the directions have a < 0 (the most negative a: "
         f"{num(extra(scope, 'min_coefficient'))})"
@@ -162,7 +147,7 @@ def _sample_loss(results: Results) -> str:
             else "."
         )
     )
-    return _finding("makkuva-sample-l4", title, grade, text, numbers)
+    return finding("makkuva-sample-l4", title, grade, text, numbers)
 
 
 def _regularisers(results: Results) -> str:
@@ -193,7 +178,7 @@ def _regularisers(results: Results) -> str:
         "span(a_1*, a_2*) are lower for μ < −1) and no sharp condition on μ in general."
     )
     if wrong_mu is None or no_lam is None:
-        return _finding(
+        return finding(
             "makkuva-regularisers", "What the regularisers must satisfy", grade, text, verify_missing("D2")
         )
     numbers = (
@@ -204,7 +189,7 @@ def _regularisers(results: Results) -> str:
         numbers += (
             f"; with μ = −0.5, {milder['spurious_sosp']} of {milder.get('sosp', '?')} end points are spurious"
         )
-    return _finding("makkuva-regularisers", "What the regularisers must satisfy", grade, text, numbers + ".")
+    return finding("makkuva-regularisers", "What the regularisers must satisfy", grade, text, numbers + ".")
 
 
 def _contraction(results: Results) -> str:
@@ -232,13 +217,13 @@ def _contraction(results: Results) -> str:
         "the contraction of GD with any fixed step stays above (κ_F − 1)/(κ_F + 1) > 0: ρ_σ does not vanish."
     )
     if little_o is None or rho is None:
-        return _finding("makkuva-contraction", title, grade, text, verify_missing("D3"))
+        return finding("makkuva-contraction", title, grade, text, verify_missing("D3"))
     numbers = (
         f"κ_F = {num(extra(little_o, 'kappa'))}, so the floor is {num(little_o['measured'])}. At σ = "
         f"{num(rho['params'].get('sigma'))} the fitted contraction factor is {measured(rho)}, beside "
         f"{num(extra(rho, 'rho_predicted_from_hessian'))} predicted from the Hessian at W*."
     )
-    return _finding("makkuva-contraction", title, grade, text, numbers, record_rows([little_o, rho]))
+    return finding("makkuva-contraction", title, grade, text, numbers, record_rows([little_o, rho]))
 
 
 def _conventions(results: Results) -> str:
@@ -259,12 +244,12 @@ def _conventions(results: Results) -> str:
         "cover the re-referenced W* when the reference expert moves."
     )
     if rho is None or radius is None:
-        return _finding("makkuva-conventions", title, grade, text, verify_missing("D3"))
+        return finding("makkuva-conventions", title, grade, text, verify_missing("D3"))
     numbers = (
         f"The lab uses R = {num(rho['params'].get('R'))}. A radius that misses W* stalls: plateau ratio "
         f"{num(radius['measured'])} against the {num(radius['bound'])} that convergence needs."
     )
-    return _finding("makkuva-conventions", title, grade, text, numbers)
+    return finding("makkuva-conventions", title, grade, text, numbers)
 
 
 def _em(results: Results) -> str:
@@ -285,7 +270,7 @@ def _em(results: Results) -> str:
                 "on the lab's EM (WLS experts, IRLS gates, σ² estimated); Sec. 4 does not specify one",
             )
         )
-        return _finding(
+        return finding(
             "makkuva-em", title, grade, quote, missing(command(MAKKUVA_TARGET)), record_rows(quick)
         )
     config, recovery = rep.payload["config"], rep.payload["recovery"]
@@ -320,7 +305,7 @@ def _em(results: Results) -> str:
         + " inits; its record below says only that EM is not stuck in those, with the wide interval so "
         "few inits allow."
     )
-    return _finding("makkuva-em", title, grade, quote, numbers, record_rows(quick))
+    return finding("makkuva-em", title, grade, quote, numbers, record_rows(quick))
 
 
 def _eq7_assumptions(results: Results) -> str:
@@ -339,7 +324,7 @@ def _eq7_assumptions(results: Results) -> str:
         )
     )
     if None in gaps:
-        return _finding("makkuva-eq7-assumptions", title, grade, verify_missing("D1,D5"))
+        return finding("makkuva-eq7-assumptions", title, grade, verify_missing("D1,D5"))
     text = (
         f"The gap L4 − eq. (7) is {measured(gaps[0])} with a regressor along a gating vector and "
         f"{measured(gaps[1])} under a Gaussian mixture."
@@ -350,7 +335,7 @@ def _eq7_assumptions(results: Results) -> str:
             f"floor: the recovery rate is {measured(mixture)}, and the largest E_reg over the instances is "
             f"{num(extra(mixture, 'max_e_reg'))}."
         )
-    return _finding("makkuva-eq7-assumptions", title, grade, text)
+    return finding("makkuva-eq7-assumptions", title, grade, text)
 
 
 def _q4_constant(results: Results) -> str:
@@ -370,12 +355,12 @@ def _q4_constant(results: Results) -> str:
         "E[Q4(y)] = 0 is 3(1 + σ²)²."
     )
     if q4 is None or q4_mix is None:
-        return _finding("makkuva-q4", title, grade, text, verify_missing("D1"))
+        return finding("makkuva-q4", title, grade, text, verify_missing("D1"))
     text += (
         f" For Gaussian inputs the choice changes nothing (difference {measured(q4)}); under the mixture it "
         f"shifts L4 by exactly {num(q4_mix['measured'])}."
     )
-    return _finding("makkuva-q4", title, grade, text)
+    return finding("makkuva-q4", title, grade, text)
 
 
 def _rates(results: Results) -> str:
@@ -388,7 +373,7 @@ def _rates(results: Results) -> str:
         ),
         ("measured", "the verdicts at base seeds 0–19 of the quick tier, `tests/checks/makkuva2020`, slow"),
     )
-    return _finding(
+    return finding(
         "makkuva-rates",
         "Typical, not certain",
         grade,
@@ -401,7 +386,7 @@ def _rates(results: Results) -> str:
 def shazeer(results: Results) -> str:
     gate = record(results, "C1", contains="numpy")
     smallest = math.ulp(0.0)  # exp(x) rounds to 0 below log(smallest) − log(2)
-    top1 = _finding(
+    top1 = finding(
         "importance-top1",
         "The importance loss cannot balance a top-1 router",
         evidence(
@@ -421,7 +406,7 @@ def shazeer(results: Results) -> str:
         if gate is not None
         else "the support property: the C1 check, not in the committed results yet"
     )
-    exactly_k = _finding(
+    exactly_k = finding(
         "exactly-k",
         '"Exactly k non-zeros": the support has k entries, the values can underflow',
         evidence(
@@ -438,144 +423,6 @@ def shazeer(results: Results) -> str:
         "it is kept. Shown by `pytest tests/shazeer2017/test_gating.py -k underflows`.",
     )
     return "\n\n".join([anchor("shazeer"), "## Shazeer et al. 2017", top1, exactly_k])
-
-
-def performance(results: Results) -> str:
-    text = [anchor("performance"), "## The lab's own kernels"]
-    rows = [b for s in results.bench for b in s.payload["benchmarks"]]
-    fractions = {
-        b["kernel"]: b["fraction_of_dgemm"]
-        for b in rows
-        if b.get("fraction_of_dgemm") is not None and not _is_twin(b) and not _is_peak(b)
-    }
-    if not fractions:
-        text.append(
-            "How close the kernels come to the one-thread DGEMM rate is read from the benchmark summary. "
-            + missing("nox -s bench\npython -m lab bench-report --summary results/bench/summary.json")
-        )
-        return "\n\n".join(text)
-    machine = results.bench[0].payload["machine"]
-    rounds = sorted({b["rounds"] for b in rows if b.get("rounds")})
-    scope = (
-        f"one benchmark run on {machine.get('cpu', '?')} ({machine.get('cores', '?')} cores), the "
-        f"minimum time over {rounds[0]}–{rounds[-1]} rounds per kernel; no interval"
-        if rounds
-        else "one benchmark run, minimum times; no interval"
-    )
-    best = sorted(fractions.items(), key=lambda kv: (-kv[1], kv[0]))
-    rates = [
-        "Fraction of the one-thread DGEMM rate per kernel in the committed benchmark summary "
-        "([performance](performance.md)): "
-        + ", ".join(f"`{k}` {num(100 * v)} %" for k, v in best)
-        + f"; median over kernels {num(100 * float(np.median(list(fractions.values()))))} %."
-    ]
-    peaks = {dtype: b for dtype, b in peak_benchmarks(results).items() if b.get("fraction_of_dgemm")}
-    if peaks:
-        rates.append(
-            "The one-thread DGEMM rate is not the machine's limit: one core's peak multiply-add rate "
-            "(independent vector FMAs, the same run) is "
-            + ", ".join(
-                f"{num(b['gflops'])} GFLOP/s in {dtype} ({num(b['fraction_of_dgemm'])}× DGEMM's)"
-                for dtype, b in peaks.items()
-            )
-            + "."
-        )
-    grade = evidence(("measured", scope))
-    text.append(_finding("kernel-rates", "Kernel rates against one-thread DGEMM", grade, *rates))
-    step_text = []
-    step = next((b for b in rows if b["kernel"] == "algorithm1_step"), None)
-    twin = next((b for b in rows if b["kernel"] == "algorithm1_step_numpy"), None)
-    if step is not None and step.get("min_ms"):
-        sentence = (
-            f"One Algorithm 1 step at the paper's size takes {fixed(step['min_ms'], 2)} ms "
-            "(minimum over rounds)"
-        )
-        if twin is not None and twin.get("min_ms"):
-            sentence += f", {num(twin['min_ms'] / step['min_ms'])}× faster than its NumPy twin"
-        step_text.append(sentence + ".")
-    if sentence := _step_bound(rows):
-        step_text.append(sentence)
-    if step_text:
-        text.append(_finding("algorithm1-step", "Algorithm 1's step", grade, *step_text))
-    times = [
-        sentence for name, record in results.timing if (sentence := _replication_time(results, name, record))
-    ]
-    if times:
-        grade = evidence(("measured", "one timed invocation per file under `results/timing`, no interval"))
-        text.append(_finding("replication-time", "Replication wall time", grade, *times))
-    return "\n\n".join(text)
-
-
-def _replication_time(results: Results, name: str, record: dict) -> str | None:
-    """The target invocation's wall time (record `name`) beside its floor, and which models the minutes
-    above it are."""
-    status, floor = target_status(record), floor_minutes(results, record)
-    if status == "-" or floor is None:
-        return None
-    wall = record["wall_seconds"] / 60
-    above: dict[str, float] = {"MoE": 0.0, "single CNN": 0.0}
-    for t in model_times(results, record):
-        above["MoE" if t.model.startswith("moe") else "single CNN"] += t.above_minutes or 0.0
-    return (
-        f"`replicate table1 table3 --seeds 10` in {record['dtype']} took {fixed(wall, 1)} min on "
-        f"{record['cores']} cores (`{name}`; target ≤ {fixed(TARGET_MINUTES, 0)} min, {status}), "
-        f"{wall / floor:.2f}× its arithmetic floor of {fixed(floor, 1)} min; of the minutes above the "
-        f"floor, the MoE runs account for {fixed(above['MoE'], 1)} and the single CNNs for "
-        f"{fixed(above['single CNN'], 1)} ([performance](performance.md))."
-    )
-
-
-def _step_bound(rows: list[dict]) -> str | None:
-    """What bounds Algorithm 1's structured ÷ dense target: the step's time outside its expert pass."""
-    target = named("Algorithm 1 step, structured ÷ dense")
-    found = [b.get("measures", {}) for b in rows if target.matches(b["name"])]
-    if not found or "ratio_to_dense_without_experts" not in found[0] or target.measure not in found[0]:
-        return None
-    ratio, rest = found[0][target.measure], found[0]["ratio_to_dense_without_experts"]
-    verdict = (
-        "so no faster expert kernel can meet the target: the router's product and gradient, the routing "
-        "and the updates would have to shrink too"
-        if rest >= target.threshold
-        else f"so the expert pass would have to take at most {num(100 * (target.threshold - rest))} % of it"
-    )
-    text = (
-        f"Algorithm 1's structured step takes {num(100 * ratio)} % of the dense step (target "
-        f"{target.bound}); its expert pass takes {num(100 * (ratio - rest))} %, and the rest of the step "
-        f"alone {num(100 * rest)} %, {verdict} (same run, calls alternating)."
-    )
-    if (flops := found[0].get("flop_ratio_to_dense")) is not None:
-        text += (
-            f" Counted in FLOP, the structured step's dense products (one noise patch, the router's two "
-            f"products) are {num(100 * flops)} % of the dense step's (four patches, the same router): "
-            + (
-                "the target lies below the ratio of the arithmetic itself, so a structured step meets "
-                "it only where the dense path does its products at a lower rate per FLOP."
-                if flops > target.threshold
-                else "the target is within reach of the arithmetic."
-            )
-        )
-    if (experts := found[0].get("expert_pass_ratio_to_dense")) is not None:
-        text += (
-            f" The expert passes alone, structured against dense, take {num(100 * experts)} %: the rest of "
-            "the step is the same work in both paths (the router reads the patch sum s in each)."
-        )
-    times = {b["name"]: b.get("min_ms") for b in rows}
-    gemm, dense = times.get("test_dgemm_of_the_same_shape"), times.get("test_algorithm1_step[numba-dense]")
-    if gemm and dense:
-        text += (
-            f" The expert pass's noise products alone, at one-thread DGEMM's speed on each of 2 cores, "
-            f"would take {num(100 * gemm / 2 / dense)} % of the dense step (minimum times of the same run)."
-        )
-    return text
-
-
-def _is_peak(bench: dict) -> bool:
-    """The peak multiply-add probe (`benchmarks/test_bench_peak.py`), a rate and not a kernel."""
-    return bench["kernel"].startswith(PEAK_PREFIX)
-
-
-def _is_twin(bench: dict) -> bool:
-    return "[numpy]" in bench["name"] or bench["kernel"].endswith("_numpy")
 
 
 def findings_page(results: Results) -> str:

@@ -77,3 +77,8 @@ def evidence(*parts: tuple[str, str]) -> str:
         if grade not in GRADES:
             raise ValueError(f"evidence grade must be one of {GRADES}, got {grade!r}")
     return "Evidence: " + "; ".join(f"**{grade}** ({detail})" for grade, detail in parts) + "."
+
+
+def finding(name: str, title: str, grade: str, *paragraphs: str) -> str:
+    """One finding: its anchor, its `###` heading, the Evidence line, then its text."""
+    return "\n\n".join([anchor(name), f"### {title}", grade, *paragraphs])

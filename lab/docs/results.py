@@ -205,6 +205,13 @@ def _makkuva_replication(path: Path, data: dict) -> Replication:
             errors = _need(path, run, method, dict, f"run {i}: ")
             for key in ("e_reg", "e_gating"):
                 _need(path, errors, key, (int, float), f"run {i}: {method}: ")
+    _need(path, data, "config", dict)
+    _need(path, data, "recovered_eps", (int, float))
+    recovery = _need(path, data, "recovery", dict)
+    for method in ("ours", "l2", "em"):
+        counts = _need(path, recovery, method, dict, "recovery: ")
+        for key, kind in (("recovered", int), ("inits", int), ("stuck_ci_99", list)):
+            _need(path, counts, key, kind, f"recovery: {method}: ")
     return Replication(path, data["target"], "paper", tier, data)
 
 

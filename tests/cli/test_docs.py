@@ -144,6 +144,12 @@ def results(tmp_path):
             }
             for i in range(2)
         ],
+        "config": json.loads((RESULTS / "replicate" / "makkuva_fig1.json").read_text())["config"],
+        "recovered_eps": 0.05,
+        "recovery": {
+            key: {"recovered": 2 if key != "l2" else 0, "inits": 2, "stuck_ci_99": [0.0, 0.93]}
+            for key in ("ours", "l2", "em")
+        },
     }
     (folder / "replicate" / "makkuva-fig1.json").write_text(json.dumps(fig1))
     (folder / "bench" / "summary.json").write_text(json.dumps(summary(_bench_run(), "0001_run.json")))

@@ -12,7 +12,7 @@ from lab.chen2022 import replicate as R
 from lab.cli.main import main
 from lab.cli.timing import TIMING_FORMAT
 from lab.docs.arithmetic_floor import run_flops
-from lab.docs.findings_page import _replication_time
+from lab.docs.findings_kernels import _replication_time
 from lab.docs.markdown import pct
 from lab.docs.results import BenchSummary, Replication, Results, ResultsError, load_timing
 from lab.docs.timing_section import breakdown_rows, code_status, floor_minutes, model_times, timing_section
