@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.chen2022.data import setting
 from lab.chen2022.replicate import TIER_SIZES, VARIANTS, expand, moe_run_config, single_run_config
 from lab.chen2022.tables import TARGETS
 
@@ -35,15 +36,23 @@ def _entries(target: str, model: str) -> dict[str, dict[str, str]]:
     return {**CHOICES[model], **own}
 
 
-def _values(target: str, model: str, field: str) -> dict[str, str]:
-    """The distinct values of `field` over the target's runs of that model, per variant, as text."""
+def _run_configs(target: str, model: str) -> dict[str, list[Any]]:
+    """The resolved configurations of the target's runs of that model (one seed), per variant."""
     read = moe_run_config if model == "moe" else single_run_config
-    found = {}
-    for variant in VARIANTS:
-        configs = expand(target, [s for c in TARGETS[target] for s in c.paper], 1, variant=variant)
-        values = {str(getattr(read(c), field)) for c in configs if c["model"].startswith(model)}
-        found[variant] = ", ".join(sorted(values))
-    return found
+    settings = [s for c in TARGETS[target] for s in c.paper]
+    return {
+        variant: [
+            read(c) for c in expand(target, settings, 1, variant=variant) if c["model"].startswith(model)
+        ]
+        for variant in VARIANTS
+    }
+
+
+def _values(runs: dict[str, list[Any]], field: str) -> dict[str, str]:
+    """The distinct values of `field` over the resolved runs, per variant, as text."""
+    return {
+        variant: ", ".join(sorted({str(getattr(r, field)) for r in found})) for variant, found in runs.items()
+    }
 
 
 def declared(target: str) -> list[Choice]:
@@ -54,15 +63,16 @@ def declared(target: str) -> list[Choice]:
     found = []
     for model in ("moe", "single"):
         if model in models:
+            runs = _run_configs(target, model)
             for field, entry in _entries(target, model).items():
-                found.append(_choice(field, _values(target, model, field), entry))
+                found.append(_choice(field, _values(runs, field), entry))
     train, test = TIER_SIZES["full"]
     for field, value in (("n_train", train), ("n_test", test)):
         found.append(_choice(field, dict.fromkeys(VARIANTS, str(value)), CHOICES["data"][field]))
     if any(3 in cell.paper for cell in TARGETS[target]):
-        found.append(
-            _choice("setting 3", dict.fromkeys(VARIANTS, "α, γ ~ U(0.5, 2)"), CHOICES["data"]["setting_3"])
-        )
+        law = setting(3)
+        text = f"α ~ U({law.alpha.low:g}, {law.alpha.high:g}), γ ~ U({law.gamma.low:g}, {law.gamma.high:g})"
+        found.append(_choice("setting 3", dict.fromkeys(VARIANTS, text), CHOICES["data"]["setting_3"]))
     return found
 
 
