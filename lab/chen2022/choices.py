@@ -1,7 +1,7 @@
 """Where each value of a replication target's runs comes from: the paper, the authors' code or the lab.
 
 The sources live in `lab_choices.toml` beside this module (editable without Python); the values are read
-from the runs' own configurations (`replicate.moe_run_config`, `replicate.single_run_config`), so a
+from the runs' own configurations (`runs.moe_run_config`, `runs.single_run_config`), so a
 declared value can never drift from the value a run uses.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.chen2022.data import setting
-from lab.chen2022.replicate import TIER_SIZES, VARIANTS, expand, moe_run_config, single_run_config
+from lab.chen2022.runs import TIER_SIZES, VARIANTS, expand, moe_run_config, single_run_config
 from lab.chen2022.tables import TARGETS
 
 SOURCES = ("paper", "lab", "authors' code")

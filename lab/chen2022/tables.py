@@ -1,6 +1,6 @@
 """The cells of Chen et al. 2022's synthetic Tables 1, 3, 7/8, 10 and 11, with the paper's numbers.
 
-A cell is one table row: the model, the run parameters that `lab.chen2022.replicate.run_one` takes, and
+A cell is one table row: the model, the run parameters that `lab.chen2022.runs.run_one` takes, and
 the paper's reported accuracy and dispatch entropy (6.1) per setting of Def. 3.1 / Table 2.
 """
 

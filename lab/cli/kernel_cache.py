@@ -37,7 +37,7 @@ def _distinct(configs: list[dict]) -> list[dict]:
 def every_training_config() -> list[dict]:
     """One run of every replicate target in both variants and both arithmetics, float64: the
     models that verify's training checks train too."""
-    from lab.chen2022 import replicate as chen
+    from lab.chen2022 import runs as chen
 
     return [
         config
@@ -82,7 +82,7 @@ def _call_kernels() -> None:
 
 
 def _main() -> None:
-    from lab.chen2022.replicate import run_one
+    from lab.chen2022.runs import run_one
 
     _call_kernels()
     for config in json.loads(sys.stdin.read()):

@@ -20,7 +20,7 @@ from typing import Any
 from lab.core.io import write_json_atomic
 
 TIMING_FORMAT = "moe-lab replicate timing 2"
-# what a record keeps of each trained run: its configuration (`replicate.expand`, with the MoE
+# what a record keeps of each trained run: its configuration (`runs.expand`, with the MoE
 # options of `tables.MOE_DEFAULTS`), steps and seconds
 RUN_FIELDS = (
     *"model variant setting seed tier dtype arithmetic activation filters readout".split(),
@@ -76,7 +76,7 @@ class Stopwatch:
     def record(self, args: argparse.Namespace) -> dict[str, Any]:
         import numba
 
-        from lab.chen2022.replicate import run_code
+        from lab.chen2022.runs import run_code
 
         return {
             "format": TIMING_FORMAT,

@@ -10,7 +10,7 @@ collapse to one filter on one patch (`plan.LinearExperts`). A multiply-add count
 from __future__ import annotations
 
 from lab.chen2022 import data
-from lab.chen2022.replicate import moe_run_config, single_run_config
+from lab.chen2022.runs import moe_run_config, single_run_config
 from lab.chen2022.training import TrainConfig
 
 

@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 from scipy import stats
 
-from lab.chen2022 import replicate as chen
+from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import TARGETS
 from lab.docs.evidence import cell_runs
 from lab.docs.markdown import num, table
@@ -87,7 +87,7 @@ def dtype_pairs(files: list[Replication]) -> list[tuple[str, str, Replication, R
     """(variant, arithmetic, float64 file, float32 file) for each variant and arithmetic that has both
     full-tier files among `files` (a file is paired only with the file of its own variant and arithmetic)."""
     pairs = []
-    for variant, arithmetic in itertools.product(chen.VARIANTS, chen.ARITHMETIC):
+    for variant, arithmetic in itertools.product(VARIANTS, ARITHMETIC):
         pick = {
             r.dtype: r for r in files if (r.variant, r.arithmetic, r.tier) == (variant, arithmetic, "full")
         }

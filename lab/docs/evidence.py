@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from lab.chen2022 import replicate as chen
+from lab.chen2022.tables import Cell
 from lab.docs.markdown import fixed, interval, num, table
 from lab.docs.results import Replication, Results
 
@@ -105,7 +106,7 @@ def full_tier(results: Results, target: str, variant: str = "paper") -> Replicat
     return sorted(found, key=lambda r: r.name)[0] if found else None
 
 
-def cell_runs(rep: Replication, cell: chen.Cell, setting: int) -> list[dict]:
+def cell_runs(rep: Replication, cell: Cell, setting: int) -> list[dict]:
     """The run records of one cell (table row) at one setting in a replication file."""
     return [
         r
@@ -116,7 +117,7 @@ def cell_runs(rep: Replication, cell: chen.Cell, setting: int) -> list[dict]:
     ]
 
 
-def cell_means(rep: Replication, keep: Callable[[chen.Cell], bool] = lambda cell: True) -> list[CellMean]:
+def cell_means(rep: Replication, keep: Callable[[Cell], bool] = lambda cell: True) -> list[CellMean]:
     """Per cell and setting of the target: the runs' mean accuracy beside the paper's."""
     out = []
     for cell in chen.TARGETS[rep.target]:
@@ -150,7 +151,7 @@ def cell_table(cells: list[CellMean]) -> str:
 
 
 def replication_evidence(
-    results: Results, target: str, variant: str, keep: Callable[[chen.Cell], bool], command: str
+    results: Results, target: str, variant: str, keep: Callable[[Cell], bool], command: str
 ) -> str:
     """A table of the kept cells from the full-tier file of (target, variant), or how to produce it."""
     rep = full_tier(results, target, variant)

@@ -199,7 +199,7 @@ metrics = ["test_accuracy", "dispatch_entropy"]   # columns, mean ± std over a 
 A field sits in `[params]` or in `[grid]`, not both. A task declared with defaults accepts exactly
 the fields its defaults name, so a misspelt field is refused before anything runs. For `replicate`
 the fields `target, settings, seeds, seed, variant, tier, dtype, arithmetic` go to
-`lab.chen2022.replicate.expand`, which returns the run configurations of `python -m lab replicate`;
+`lab.chen2022.runs.expand`, which returns the run configurations of `python -m lab replicate`;
 any other field overrides that field in every configuration (a dotted name reaches into nested
 fields, and a configuration without the field is an error). So a sweep's runs are exactly the runs
 of `replicate`, with the same records, and its report ends with the same tables beside the paper's

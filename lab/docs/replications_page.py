@@ -8,6 +8,9 @@ import numpy as np
 
 from lab.chen2022 import replicate as chen
 from lab.chen2022.choices import declared
+from lab.chen2022.runs import ARITHMETIC, VARIANTS
+from lab.chen2022.tables import Cell
+from lab.chen2022.training import DTYPES
 from lab.docs.dtype_comparison import dtype_comparisons
 from lab.docs.markdown import anchor, fixed, interval, num, page, table
 from lab.docs.results import Replication, Results, ResultsError
@@ -45,9 +48,9 @@ def check_targets(results: Results) -> None:
         if rep.target == MAKKUVA_TARGET:
             continue
         for field, value, allowed in (
-            ("variant", rep.variant, chen.VARIANTS),
-            ("dtype", rep.dtype, chen.DTYPES),
-            ("arithmetic", rep.arithmetic, chen.ARITHMETIC),
+            ("variant", rep.variant, VARIANTS),
+            ("dtype", rep.dtype, DTYPES),
+            ("arithmetic", rep.arithmetic, ARITHMETIC),
         ):
             if value not in allowed:
                 raise ResultsError(f"{rep.path}: unknown {field} {value!r}")
@@ -198,7 +201,7 @@ def _target_section(target: str, help_text: str, files: list[Replication]) -> st
         parts.append(_makkuva_section(rep) if target == MAKKUVA_TARGET else _chen_section(rep))
     if target != MAKKUVA_TARGET:
         parts += dtype_comparisons(files)
-        missing = [v for v in chen.VARIANTS if files and v not in {r.variant for r in files}]
+        missing = [v for v in VARIANTS if files and v not in {r.variant for r in files}]
         for variant in missing:
             parts.append(
                 f"No committed runs of the `{variant}` variant; they come from `{command(target, variant)}`."
@@ -224,7 +227,7 @@ def replications_page(results: Results) -> str:
         "`python -m lab replicate TARGET --seeds 10 --out results/replicate` (`TARGET.json`, suffixed by "
         "`_reference-code` or `_float32` for the other variant or precision). "
         "For Chen et al. the lab's mean over seeds sits beside the paper's value for every cell; the "
-        f"paper's values are constants of `{chen.Cell.__module__.replace('.', '/')}.py`. Two variants "
+        f"paper's values are constants of `{Cell.__module__.replace('.', '/')}.py`. Two variants "
         "exist: `paper` trains the model as the paper states it, `reference-code` switches on every "
         "departure of the authors' published code (input scaling, biases, two-logit readout, uniform "
         "init, early stopping, noisy test routing). The experts run on Def. 3.1's structure "

@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from lab.chen2022.replicate import TIER_SIZES
+from lab.chen2022.runs import TIER_SIZES
 from lab.docs.arithmetic_floor import run_flops
 from lab.docs.markdown import code, fixed, num, pct, table
 from lab.docs.results import Results

@@ -3,7 +3,7 @@
 A task is `fn(params: dict) -> dict` (JSON-able, deterministic for its params). Declare it with
 `@register_task(name, defaults=...)` (the defaults name every parameter the task accepts, so a
 spec with a misspelt field is refused before anything runs) or with `expand=` (a function
-turning one grid point into the task's own list of configurations, as `lab.chen2022.replicate.expand`
+turning one grid point into the task's own list of configurations, as `lab.chen2022.runs.expand`
 does). Workers receive the function itself (pickled by reference to its module), so a task
 defined in any importable module runs on any Dask worker that can import it.
 """

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from lab.chen2022 import replicate as R
+from lab.chen2022 import runs
 from lab.core import registry
 
 
@@ -28,7 +29,7 @@ def test_expand_grid_sizes(target, count):
     configs = R.expand(target, [1, 2, 3, 4], 3, 5, "paper")
     assert len(configs) == count
     assert {c["seed"] for c in configs} == {5, 6, 7}
-    assert set(R.target_settings(target)) == {c["setting"] for c in configs}
+    assert set(runs.target_settings(target)) == {c["setting"] for c in configs}
     json.dumps(configs)  # JSON-able
     assert len({R.run_key(c) for c in configs}) == count
 

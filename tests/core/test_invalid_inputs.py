@@ -646,6 +646,7 @@ UNLISTED = {
     "lab.chen2022.plan": "resolves a TrainConfig into kernels; internal to training",
     "lab.chen2022.replicate": "the replicate CLI target; its arguments come from the CLI's parser",
     "lab.chen2022.replicate_report": "a replication's table and figures from run records it wrote itself",
+    "lab.chen2022.runs": "a replication run: expand checks each field, run_one its keys",
     "lab.chen2022.tables": "the tables' cell definitions (constants)",
     "lab.chen2022.structured": "the structured kernels' inputs, built by training from a Dataset",
     "lab.chen2022.recertify": "re-certifies committed results against the current code (no science input)",

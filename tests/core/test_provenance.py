@@ -6,7 +6,7 @@ import pytest
 
 from lab.core import provenance
 
-TASK = "lab.chen2022.replicate"
+TASK = "lab.chen2022.runs"
 
 
 @pytest.fixture
