@@ -1,10 +1,10 @@
 """Re-certify stored replication runs after a change meant to move no number (`replicate --recertify N`).
 
-The runs of the named targets that the run store (`OUT/runs/`) or the summaries in OUT hold from
-other code (stale) are sampled, RECERTIFY_SEED fixed, and N of them run again under the current
+The runs of the named targets that the run store (`OUT/runs.sqlite`) or the summaries in OUT hold
+from other code (stale) are sampled, RECERTIFY_SEED fixed, and N of them run again under the current
 code. Only if every rerun record equals the stored one in every field but the timing (`seconds`),
 the fingerprint (`code`) and the versions, is every other stale run re-stamped with the current
-fingerprint, in its run file and in each summary that holds it; otherwise nothing is re-stamped
+fingerprint, in its store row and in each summary that holds it; otherwise nothing is re-stamped
 and the runs that differ are named with the first field that differs.
 """
 
@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.chen2022 import replicate as chen
-from lab.core.io import write_json_atomic, write_text_atomic
+from lab.core.io import write_text_atomic
+from lab.sweeps.store import StoredTask, SweepStore
 
 RECERTIFY_SEED = 0
 UNTIMED = ("seconds", "code", "versions")  # what a rerun may change: timing, fingerprint, versions
@@ -31,7 +32,7 @@ class Recertified:
     stale: int = 0
     sampled: list[str] = field(default_factory=list)
     differ: dict[str, str] = field(default_factory=dict)
-    run_files: int = 0
+    store_rows: int = 0
     summaries: int = 0
 
     def line(self, code: str) -> str:
@@ -46,7 +47,7 @@ class Recertified:
             )
         return (
             f"recertify: {len(self.sampled)} sampled rerun(s) identical under code {code}; re-stamped "
-            f"{self.stale} stale runs ({self.run_files} run files, {self.summaries} summaries)"
+            f"{self.stale} stale runs ({self.store_rows} store rows, {self.summaries} summaries)"
         )
 
 
@@ -84,12 +85,13 @@ def recertify(
     if not isinstance(sample, int) or sample < 1:
         raise ValueError(f"sample must be an integer >= 1, got {sample!r}")
     code = chen.run_code()
+    rows = chen.stored_rows(configs, out)
     committed = chen.committed_runs(out)
     stored = {}
     for config in configs:
         key = chen.run_key(config)
-        record = chen.stored_record(out / "runs" / f"{key}.json", config, keep_stale=True)[0]
-        record = record or chen.committed_record(config, committed, keep_stale=True)
+        row = rows.get(key)
+        record = chen.store_record(row) if row else chen.committed_record(config, committed, keep_stale=True)
         if record is not None and record.get("code") != code:
             stored[key] = (config, record)
     found = Recertified(stale=len(stored))
@@ -102,21 +104,27 @@ def recertify(
         if why is not None:
             found.differ[key] = why
     if found.stale and not found.differ:
-        found.run_files = _restamp_run_files(out / "runs", stored, code)
+        found.store_rows = _restamp_rows(out, {key: row for key, row in rows.items() if key in stored}, code)
         found.summaries = _restamp_summaries(out, set(stored), code)
     return found
 
 
-def _restamp_run_files(runs: Path, stored: dict[str, tuple[dict, dict]], code: str) -> int:
-    """Give each stale run file of `stored` the current code; the count re-stamped."""
-    count = 0
-    for key, (config, _) in stored.items():
-        path = runs / f"{key}.json"
-        record = chen.stored_record(path, config, keep_stale=True)[0]
-        if record is not None and record.get("code") != code:
-            write_json_atomic(path, record | {"code": code})
-            count += 1
-    return count
+def _restamp_rows(out: Path, rows: dict[str, StoredTask], code: str) -> int:
+    """Give each stale store row of `rows` the current code, its result unchanged; the count."""
+    if not rows:
+        return 0
+    with SweepStore(chen.store_path(out)) as store:
+        for row in rows.values():
+            outcome = {"status": row.status, "result": row.result_text, "error": row.error}
+            store.put(
+                row.key,
+                row.task,
+                row.params,
+                row.lab_version,
+                outcome | {"seconds": row.seconds, "worker": row.worker},
+                code=code,
+            )
+    return len(rows)
 
 
 def _restamp_summaries(out: Path, keys: set[str], code: str) -> int:

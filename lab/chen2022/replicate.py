@@ -1,10 +1,13 @@
 """Replication of Chen et al. 2022's synthetic tables (Tables 1, 3, 7/8, 10, 11) beside the paper's numbers.
 
 A target is a list of cells (table rows) × settings × seeds. `expand` turns a target into independent
-JSON-able run configurations and `run_one` runs one of them (deterministic for its config), so a
-sweep produces exactly the numbers `python -m lab replicate` prints. Finished runs are kept as one
-JSON file each under OUT/runs/ (the run store, git-ignored), so an interrupted replication resumes
-where it stopped; runs are shared between targets (Table 1's runs are Table 3's settings 1–2). Each
+JSON-able run configurations and `run_one` runs one of them (deterministic for its config). Each run
+is a task of the sweep task `replicate` (`replicate_run`), and `train` runs the ones not held yet
+through the sweep runner (`lab.sweeps.sweep.run_tasks`: in-process, or on a local Dask cluster of
+`jobs` workers) into the run store OUT/runs.sqlite, a sweep store (git-ignored): keyed, resumed and
+stamped with the code fingerprint (`run_code`) as every sweep row, so an interrupted replication
+resumes where it stopped and a run from other code is stale. Runs are shared between targets (Table
+1's runs are Table 3's settings 1–2) and with `python -m lab sweep run` on the same store. Each
 target's summary OUT/TARGET.json keeps every run slim (`slim`); a run is looked up in the run store,
 then in the summaries under OUT, and trained only when neither holds it from the current code, so a
 fresh clone re-renders the committed tables without training (`lab.chen2022.recertify` re-stamps
@@ -32,49 +35,126 @@ from lab.chen2022.runs import (
 )
 from lab.chen2022.tables import TARGET_HELP, TARGETS
 from lab.core import plots
-from lab.core.io import write_json_atomic, write_text_atomic
-from lab.core.progress import Progress
+from lab.core.io import write_text_atomic
 from lab.core.provenance import versions
 from lab.core.registry import Replication
+from lab.sweeps.keys import task_key
+from lab.sweeps.store import StoredTask, SweepStore
+from lab.sweeps.sweep import SweepTask, run_tasks
 from lab.sweeps.tasks import register_task
 
 # the per-step series a summary keeps of a single CNN's history: the findings read its last training loss
 SUMMARY_SERIES = ("loss",)
+TASK = "replicate"  # the sweep task of one run (`replicate_run`)
+STORE_NAME = "runs.sqlite"  # the run store under OUT
 
 
-# ------------------------------------------------------------------------------------ runs on disk
+# ------------------------------------------------------------------------------------ runs in the store
 
 
-def stored_record(path: Path, config: dict, keep_stale: bool) -> tuple[dict | None, str]:
-    """The stored record of `config` at `path` and "", or None and why not: "absent", "damaged (…)"
-    (not JSON, not a record, another config) or "stale" (from other code, unless `keep_stale`).
-    Reads only: `_set_aside` acts on the answer."""
+def store_path(out: str | Path) -> Path:
+    """The run store of the output folder `out`: a sweep store of `replicate` runs."""
+    return Path(out) / STORE_NAME
+
+
+def sweep_task(config: dict) -> SweepTask:
+    """A run config as a task of the sweep task `replicate`, keyed as every sweep row (`task_key`)."""
+    return SweepTask(task_key(TASK, config), TASK, config)
+
+
+def store_record(row: StoredTask) -> dict:
+    """A run's record from its store row: `run_one`'s record, then its code and the versions that made it."""
+    record = dict(row.result)
+    made_by = record.pop("versions", None)
+    return record | {"code": row.code, "versions": made_by}
+
+
+def stored_rows(configs: list[dict], out: str | Path) -> dict[str, StoredTask]:
+    """The finished store rows of `configs` by run key, whatever code made them (none without a store).
+
+    Reads only; a damaged store is refused with an InputError naming it (`SweepStore`)."""
+    path = store_path(out)
     if not path.exists():
-        return None, "absent"
-    try:
-        record = json.loads(path.read_text())
-        if not isinstance(record, dict) or any(record.get(k) != v for k, v in config.items()):
-            raise ValueError("not the record of this run's configuration")
-    except (ValueError, UnicodeDecodeError) as exc:
-        return None, f"damaged ({exc})"
-    if not keep_stale and record.get("code") != run_code():
-        return None, "stale"
-    return record, ""
+        return {}
+    tasks = {sweep_task(config).key: config for config in configs}
+    with SweepStore(path, readonly=True) as store:
+        return {run_key(tasks[row.key]): row for row in store.rows(tasks) if row.status == "done"}
 
 
-def _set_aside(path: Path, problem: str) -> None:
-    """Act on `stored_record`'s answer before a run is trained: a damaged run file is named on stderr
-    and moved aside to `*.corrupt`, a stale one named (it is recomputed)."""
-    if problem.startswith("damaged"):
-        aside = path.with_name(path.name + ".corrupt")
-        path.replace(aside)
-        print(f"run file {path} is {problem}; moved to {aside.name}, running again", file=sys.stderr)
-    elif problem == "stale":
+def held(configs: list[dict], out: str | Path, keep_stale: bool = False) -> dict[str, dict]:
+    """The records of `configs` by run key that the run store, or else the summaries in `out`
+    (`committed_runs`), hold from the current code (from any code with `keep_stale`)."""
+    code = run_code()
+    rows = stored_rows(configs, out)
+    found = {key: store_record(row) for key, row in rows.items() if keep_stale or row.code == code}
+    committed = committed_runs(Path(out))
+    for config in configs:
+        record = None if run_key(config) in found else committed_record(config, committed, keep_stale)
+        if record is not None:
+            found[run_key(config)] = record
+    return found
+
+
+def missing(configs: list[dict], out: str | Path, keep_stale: bool = False) -> list[dict]:
+    """The configs of `configs` that `train` would train: `out` does not hold them (`held`)."""
+    have = held(configs, out, keep_stale)
+    return [config for config in configs if run_key(config) not in have]
+
+
+def train(
+    configs: list[dict], out: str | Path, jobs: int = 1, keep_stale: bool = False, quiet: bool = True
+) -> int:
+    """Train the runs of `configs` that `out` does not hold (`missing`) through the sweep runner, into
+    the run store; returns how many. `jobs` 1 trains in this process on every core, more on a local
+    Dask cluster of `jobs` workers sharing the cores (a run's numbers do not depend on its threads).
+    A stale run is named before it is trained again; a run that fails is a RuntimeError naming it."""
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
+    todo = missing(configs, out, keep_stale)
+    if not todo:
+        return 0
+    stale = len(stored_rows(todo, out))  # a run held by no summary and stored from other code
+    if stale:
         print(
-            f"run file {path} was computed by other code (stale); running again "
-            "(--keep-stale keeps it on purpose)",
+            f"{stale} run(s) in {store_path(out)} were computed by other code (stale); running them "
+            "again (--keep-stale keeps them on purpose)",
             file=sys.stderr,
         )
+    import numba
+
+    workers = min(jobs, len(todo))
+    done = run_tasks(
+        TASK,
+        [sweep_task(config) for config in todo],
+        store_path(out),
+        sequential=workers == 1,
+        workers=workers,
+        retry_failed=True,
+        keep_stale=keep_stale,
+        quiet=quiet,
+        threads=max(1, numba.config.NUMBA_NUM_THREADS // workers),
+        describe=_describe,
+    )
+    if done.failed:
+        with SweepStore(store_path(out), readonly=True) as store:
+            failed = next(row for row in store.rows(done.ran) if row.status == "failed")
+        print(failed.error, file=sys.stderr)
+        last = (failed.error.strip().splitlines() or ["no error text"])[-1]
+        raise RuntimeError(f"{done.failed} run(s) failed, the first {run_key(failed.params)}: {last}")
+    return done.done
+
+
+def _describe(task: SweepTask, outcome: dict) -> str:
+    """A progress line for one finished run."""
+    config = task.params
+    what = f"{config['model']} setting {config['setting']} seed {config['seed']}"
+    if outcome["status"] != "done":
+        return f"{what}: failed"
+    record = json.loads(outcome["result"])
+    return f"{what}: {accuracy_text(record)} ({record['seconds']:.1f} s)"
+
+
+# ------------------------------------------------------------------------------------ committed summaries
 
 
 def committed_runs(out: Path) -> dict[str, dict]:
@@ -135,22 +215,6 @@ def committed_record(config: dict, committed: dict[str, dict], keep_stale: bool)
     return record
 
 
-def load_or_run(
-    config: dict, runs_dir: Path, progress: bool, keep_stale: bool = False, committed: dict | None = None
-) -> tuple[dict, bool]:
-    """The finished record of `config` from runs_dir or else the committed summaries (`committed_runs`),
-    or run it now and store it atomically in runs_dir."""
-    path = runs_dir / f"{run_key(config)}.json"
-    record, problem = stored_record(path, config, keep_stale)
-    record = record or committed_record(config, committed or {}, keep_stale)
-    if record is not None:
-        return record, True
-    _set_aside(path, problem)
-    record = run_one(config, progress) | {"code": run_code(), "versions": versions()}
-    write_json_atomic(path, record)
-    return record, False
-
-
 def target_configs(target: str, args) -> list[dict]:
     """The run configs of `target` for `replicate`'s parsed arguments (`expand`)."""
     return expand(
@@ -166,22 +230,12 @@ def target_configs(target: str, args) -> list[dict]:
 
 
 def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
-    """Expand the target, load finished runs, run the rest; returns (configs, records)."""
+    """Expand the target, train the runs `--out` does not hold (`train`), read them all; returns
+    (configs, records)."""
     configs = target_configs(target, args)
-    runs_dir = Path(args.out) / "runs"
-    committed = committed_runs(Path(args.out))
-    records = []
-    shown = not args.quiet and getattr(args, "jobs", 1) == 1  # `--jobs` showed its training already
-    with Progress(len(configs), target, enabled=shown, lines=True, unit="run") as bar:
-        for config in configs:
-            record, cached = load_or_run(config, runs_dir, not args.quiet, args.keep_stale, committed)
-            records.append(record)
-            what = "kept" if cached else f"{record['seconds']:.1f} s"
-            bar.step(
-                f"{config['model']} setting {config['setting']} seed {config['seed']}: "
-                f"{accuracy_text(record)} ({what})"
-            )
-    return configs, records
+    train(configs, args.out, getattr(args, "jobs", 1), args.keep_stale, args.quiet)
+    found = held(configs, args.out, args.keep_stale)
+    return configs, [found[run_key(config)] for config in configs]
 
 
 # ------------------------------------------------------------------------------------ reports
@@ -294,7 +348,8 @@ def _replicate_tables(values: dict[str, list[Any]], results: list[dict[str, Any]
     )
 
 
-@register_task("replicate", expand=expand, report=_replicate_tables)
+@register_task(TASK, expand=expand, report=_replicate_tables, code_root=run_one.__module__)
 def replicate_run(config: dict[str, Any]) -> dict[str, Any]:
-    """One training run of a replicate target (`run_one`): the same record `replicate` makes."""
-    return run_one(config)
+    """One training run of a replicate target (`run_one`) and the versions of the numerical stack that
+    made it; its results are stamped with `run_code()`, the fingerprint of the run's science."""
+    return run_one(config) | {"versions": versions()}

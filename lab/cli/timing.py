@@ -1,20 +1,20 @@
 """`replicate --timing PATH`: the wall and CPU time of one `replicate` invocation, as a result record.
 
-The performance page renders these records (`results/timing/*.json`). A record says how many run
-files `--out` held when the invocation began, so "from an empty run directory" is a fact of the file,
-not a claim, and it keeps each run the invocation trained (its configuration, steps and seconds), from
-which the page counts the arithmetic floor (`lab.docs.arithmetic_floor`) and where the time went.
+The performance page renders these records (`results/timing/*.json`). A record says how many runs
+the run store of `--out` (`lab.chen2022.replicate.store_path`) held when the invocation began
+(`run_files_at_start`), so "from an empty run store" is a fact of the file, not a claim, and it keeps
+each run the invocation trained (its configuration, steps and seconds): the store rows of its runs
+that are new or rewritten since it began. From them the page counts the arithmetic floor
+(`lab.docs.arithmetic_floor`) and where the time went.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from lab.core.io import write_json_atomic
@@ -35,9 +35,17 @@ def _cpu_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def _run_files(out: str) -> dict[str, int]:
-    """The run files under `out` by name, with their modification times (ns)."""
-    return {p.name: p.stat().st_mtime_ns for p in (Path(out) / "runs").glob("*.json")}
+def _stored(out: str) -> frozenset[tuple[int, int, int]]:
+    """Each run in the run store of `out` as its key's 128-bit prefix and its seconds in nanoseconds:
+    a run trained again has other seconds. Empty without a store."""
+    from lab.chen2022.replicate import TASK, store_path
+    from lab.sweeps.store import SweepStore
+
+    if not store_path(out).exists():
+        return frozenset()
+    with SweepStore(store_path(out), readonly=True) as store:
+        table = store.task_table(TASK, None)
+    return frozenset(zip(*(column.tolist() for column in (*table.prefix.T, table.nanoseconds)), strict=True))
 
 
 def command(args: argparse.Namespace) -> str:
@@ -55,25 +63,28 @@ class Stopwatch:
 
     wall: float
     cpu: float
-    run_files: dict[str, int]
+    stored: frozenset[tuple[int, int, int]]
 
     @classmethod
     def start(cls, out: str) -> Stopwatch:
-        return cls(time.perf_counter(), _cpu_seconds(), _run_files(out))
+        """Started now; the run store is read after the clocks (its first read loads the model code)."""
+        return cls(time.perf_counter(), _cpu_seconds(), _stored(out))
 
-    def trained(self, out: str) -> list[dict[str, Any]]:
-        """The runs this invocation wrote (new or rewritten run files), each cut to its configuration,
-        steps and seconds."""
+    def trained(self, out: str, configs: list[dict]) -> list[dict[str, Any]]:
+        """The runs of `configs` this invocation wrote (new or rewritten store rows), each cut to its
+        configuration, steps and seconds."""
+        from lab.chen2022.replicate import store_record, stored_rows
         from lab.chen2022.tables import MOE_DEFAULTS  # model code: not loaded for other commands
 
+        new = {run[:2] for run in _stored(out) - self.stored}
         runs = []
-        for name, mtime in sorted(_run_files(out).items()):
-            if self.run_files.get(name) != mtime:
-                record = json.loads((Path(out) / "runs" / name).read_text())
+        for row in stored_rows(configs, out).values():
+            if (int(row.key[:16], 16), int(row.key[16:32], 16)) in new:
+                record = store_record(row)
                 runs.append({k: record[k] for k in (*RUN_FIELDS, *MOE_DEFAULTS) if k in record})
         return runs
 
-    def record(self, args: argparse.Namespace) -> dict[str, Any]:
+    def record(self, args: argparse.Namespace, configs: list[dict]) -> dict[str, Any]:
         import numba
 
         from lab.chen2022.runs import run_code
@@ -89,15 +100,15 @@ class Stopwatch:
             "jobs": args.jobs,
             "cores": os.cpu_count(),
             "threads": numba.get_num_threads(),
-            "run_files_at_start": len(self.run_files),
+            "run_files_at_start": len(self.stored),
             "wall_seconds": time.perf_counter() - self.wall,
             "cpu_seconds": _cpu_seconds() - self.cpu,
             "code": run_code(),
             "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "runs": self.trained(args.out),
+            "runs": self.trained(args.out, configs),
         }
 
 
-def write_timing(path: str, stopwatch: Stopwatch, args: argparse.Namespace) -> None:
-    """Write the invocation's timing record atomically to `path`."""
-    write_json_atomic(path, stopwatch.record(args))
+def write_timing(path: str, stopwatch: Stopwatch, args: argparse.Namespace, configs: list[dict]) -> None:
+    """Write the timing record of an invocation that ran the Chen et al. runs `configs`, atomically."""
+    write_json_atomic(path, stopwatch.record(args, configs))

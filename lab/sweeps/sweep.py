@@ -39,6 +39,8 @@ process per core by default, or an existing scheduler), or sequentially in-proce
 not installed or `sequential=True`. Either way each task runs through `lab.sweeps.tasks.run_task`
 (BLAS and Numba pinned to one thread), its outcome is committed to the store by the client as
 it arrives, and tasks whose key is already done are skipped, so an interrupted sweep resumes.
+`run_tasks` is that runner for tasks made by other means: `python -m lab replicate` runs its
+training runs through it, into a store of its own (`lab.chen2022.replicate`).
 """
 
 from __future__ import annotations
@@ -178,7 +180,8 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>", default_name: str =
 
 def task_code(task: str) -> str:
     """Fingerprint of the science code a task's results depend on (see `code_fingerprint`)."""
-    return code_fingerprint(task_type(task).run.__module__)
+    kind = task_type(task)
+    return code_fingerprint(kind.code_root or kind.run.__module__)
 
 
 def key_prefixes(spec: SweepSpec) -> np.ndarray:
@@ -251,6 +254,42 @@ def run_sweep(
     Failed tasks are rerun only with `retry_failed`; results of other code (stale) are rerun unless
     `keep_stale`. KeyboardInterrupt stops the sweep (what finished is in the store).
     """
+    return run_tasks(
+        spec.task,
+        expand(spec),
+        store_path if store_path is not None else spec.store,
+        client=client,
+        scheduler=scheduler,
+        workers=workers,
+        sequential=sequential,
+        retry_failed=retry_failed,
+        keep_stale=keep_stale,
+        quiet=quiet,
+    )
+
+
+def run_tasks(
+    name: str,
+    tasks: list[SweepTask],
+    store_path: str | os.PathLike[str],
+    *,
+    client: Any = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    sequential: bool = False,
+    retry_failed: bool = False,
+    keep_stale: bool = False,
+    quiet: bool = False,
+    threads: int = 1,
+    describe: Callable[[SweepTask, dict[str, Any]], str] | None = None,
+) -> RunSummary:
+    """Run the `tasks` of the registered task `name` that the store at `store_path` does not hold as done.
+
+    What `run_sweep` does once it has expanded its spec, for callers that make the tasks themselves
+    (`python -m lab replicate`). Options as `run_sweep`'s; `threads`: the BLAS and Numba threads of
+    each task (`run_task`); `describe(task, outcome)`, if given, names each finished task in a
+    progress line of its own.
+    """
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise InputError(f"workers must be an integer >= 1, got {workers!r}")
     if scheduler is not None and (client is not None or sequential):
@@ -258,10 +297,9 @@ def run_sweep(
     if scheduler is not None and not dask_available(quiet=True):
         raise InputError("scheduler: connecting to a Dask scheduler needs dask[distributed]")
     start = time.perf_counter()
-    kind = task_type(spec.task)
-    tasks = expand(spec)
-    code = task_code(spec.task)
-    with SweepStore(store_path if store_path is not None else spec.store) as store:
+    kind = task_type(name)
+    code = task_code(name)
+    with SweepStore(store_path) as store:
         status = store.statuses((t.key for t in tasks), code=None if keep_stale else code)
         rerun = {None, "stale", "failed"} if retry_failed else {None, "stale"}
         todo = [t for t in tasks if status.get(t.key) in rerun]
@@ -271,14 +309,18 @@ def run_sweep(
             failed_skipped=0 if retry_failed else sum(s == "failed" for s in status.values()),
             stale_rerun=sum(s == "stale" for s in status.values()),
         )
-        progress = Progress(len(todo), "sweep", enabled=not quiet, unit="task")
+        shown = {"enabled": not quiet, "lines": describe is not None, "unit": "task"}
+        progress = Progress(len(todo), "sweep" if describe is None else name, **shown)
 
         def commit(task: SweepTask, outcome: dict[str, Any]) -> None:
             store.put(task.key, task.task, task.params, lab.__version__, outcome, code=code)
             summary.ran.append(task.key)
             summary.done += outcome["status"] == "done"
             summary.failed += outcome["status"] == "failed"
-            progress.step(f"{summary.failed} failed" if summary.failed else "")
+            if describe is not None:
+                progress.step(describe(task, outcome))
+            else:
+                progress.step(f"{summary.failed} failed" if summary.failed else "")
 
         try:
             if not todo:
@@ -286,14 +328,14 @@ def run_sweep(
             elif sequential or (client is None and scheduler is None and not dask_available(quiet)):
                 summary.backend = "sequential"
                 for task in todo:
-                    commit(task, run_task(kind.run, task.params))
+                    commit(task, run_task(kind.run, task.params, threads))
             elif client is not None:
                 summary.backend = f"dask {client.scheduler.address}"
-                _run_on_dask(client, kind, todo, commit)
+                _run_on_dask(client, kind, todo, commit, threads)
             else:
                 with _dask_client(scheduler, min(workers or machine_cores(), len(todo))) as own:
                     summary.backend = f"dask {own.scheduler.address}"
-                    _run_on_dask(own, kind, todo, commit)
+                    _run_on_dask(own, kind, todo, commit, threads)
         finally:
             progress.close()
     summary.seconds = time.perf_counter() - start
@@ -355,13 +397,19 @@ def _leaves(config: dict[str, Any], prefix: str = "") -> Iterator[str]:
 
 
 def _run_on_dask(
-    client: Any, kind: TaskType, todo: list[SweepTask], commit: Callable[[SweepTask, dict[str, Any]], None]
+    client: Any,
+    kind: TaskType,
+    todo: list[SweepTask],
+    commit: Callable[[SweepTask, dict[str, Any]], None],
+    threads: int = 1,
 ) -> None:
     """Submit every task, then commit outcomes in completion order; cancel the rest on the way out."""
     from distributed import as_completed
 
     pending = {
-        client.submit(run_task, kind.run, task.params, key=f"{task.task}-{task.key}", pure=False): task
+        client.submit(
+            run_task, kind.run, task.params, threads, key=f"{task.task}-{task.key}", pure=False
+        ): task
         for task in todo
     }
     try:

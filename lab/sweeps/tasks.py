@@ -4,7 +4,9 @@ A task is `fn(params: dict) -> dict` (JSON-able, deterministic for its params). 
 `@register_task(name, defaults=...)` (the defaults name every parameter the task accepts, so a
 spec with a misspelt field is refused before anything runs) or with `expand=` (a function
 turning one grid point into the task's own list of configurations, as `lab.chen2022.runs.expand`
-does). Workers receive the function itself (pickled by reference to its module), so a task
+does). `code_root` names the module whose science the results depend on when that is not the
+function's own module (`replicate`: `lab.chen2022.runs`, not the module that adds the versions to a
+record). Workers receive the function itself (pickled by reference to its module), so a task
 defined in any importable module runs on any Dask worker that can import it.
 """
 
@@ -40,6 +42,7 @@ class TaskType(Declaration):
     defaults: dict[str, Any] | None
     expand: Callable[..., list[dict[str, Any]]] | None
     report: ReportFunc | None = None
+    code_root: str | None = None
     kind = "task"
 
     def with_defaults(self, point: dict[str, Any], source: str = "params") -> dict[str, Any]:
@@ -87,18 +90,20 @@ def register_task(
     defaults: dict[str, Any] | None = None,
     expand: Callable[..., list[dict[str, Any]]] | None = None,
     report: ReportFunc | None = None,
+    code_root: str | None = None,
 ) -> Callable[[TaskFunc], TaskFunc]:
     """Decorator: make `fn(params) -> dict` runnable by sweeps under `name`.
 
     `report(values, results) -> Markdown`, if given, adds the task's own tables to the sweep
     report: `values` maps each spec field to its values ([params] as one-element lists, [grid]
-    as written), `results` are the finished runs' results from the store.
+    as written), `results` are the finished runs' results from the store. `code_root`: the module
+    whose code fingerprint stamps the results (default: `fn`'s module).
     """
     if defaults is not None and expand is not None:
         raise ValueError(f"task {name!r}: give defaults or expand, not both")
 
     kept = dict(defaults) if defaults is not None else None
-    return lambda fn: declare(TaskType(name, fn, kept, expand, report))(fn)
+    return lambda fn: declare(TaskType(name, fn, kept, expand, report, code_root))(fn)
 
 
 def task_type(name: str) -> TaskType:
@@ -109,8 +114,8 @@ def task_type(name: str) -> TaskType:
     return found
 
 
-def run_task(fn: TaskFunc, params: dict[str, Any]) -> dict[str, Any]:
-    """Run one task single-threaded (BLAS and Numba pinned to 1) and return its outcome.
+def run_task(fn: TaskFunc, params: dict[str, Any], threads: int = 1) -> dict[str, Any]:
+    """Run one task on `threads` threads (BLAS and Numba pinned; default 1) and return its outcome.
 
     The outcome is `{"status": "done", "result": JSON text, ...}` or `{"status": "failed",
     "error": traceback, ...}`: an exception, a result that is not a dict, or a result that is not
@@ -119,11 +124,13 @@ def run_task(fn: TaskFunc, params: dict[str, Any]) -> dict[str, Any]:
     """
     import numba  # here, not at the top: `sweep status` needs the task declarations, not Numba
 
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
     start = time.perf_counter()
-    threads = numba.get_num_threads()
+    before = numba.get_num_threads()
     try:
-        with threadpool_limits(1):
-            numba.set_num_threads(1)
+        with threadpool_limits(threads):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
             result = fn(params)
         if not isinstance(result, dict):
             raise TypeError(f"task result must be a dict, got {type(result).__name__}")
@@ -132,7 +139,7 @@ def run_task(fn: TaskFunc, params: dict[str, Any]) -> dict[str, Any]:
     except Exception:
         outcome = {"status": "failed", "result": None, "error": traceback.format_exc()}
     finally:
-        numba.set_num_threads(threads)
+        numba.set_num_threads(before)
     outcome["seconds"] = time.perf_counter() - start
     outcome["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     return outcome

@@ -1,14 +1,19 @@
-"""Replication targets: expand/run_one, the Markdown/JSON/PNG reports, resuming from finished runs."""
+"""Replication targets: expand/run_one, the Markdown/JSON/PNG reports, resuming from the run store."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 
 from lab.chen2022 import replicate as R
 from lab.chen2022 import runs
 from lab.core import registry
+from lab.core.errors import InputError
+from lab.sweeps.keys import task_key
+from lab.sweeps.store import SweepStore
+from lab.sweeps.sweep import task_code
 
 
 def test_targets_are_registered():
@@ -145,54 +150,85 @@ def test_format_table_shows_mean_std_paper_and_difference():
     assert "99.50 ± 0.71" in text and "+0.04" in text and "99.46 ± 0.55" in text and "+0.002" in text
 
 
-def _one_run(tmp_path):
-    """One run config of table1 and the path of its stored run file."""
-    config = R.expand("table1", [1], 1, 0, "paper", "quick")[0]
-    return config, tmp_path / "runs" / f"{R.run_key(config)}.json"
+def _store(out, sql: str, *args) -> None:
+    """Change the run store of `out` behind the lab's back (as other code or a damaged disk would)."""
+    with sqlite3.connect(R.store_path(out)) as db:
+        db.execute(sql, args)
+    db.close()
 
 
-@pytest.mark.parametrize("damage", ["truncated", "a list", "another config"])
-def test_a_damaged_run_file_is_named_moved_aside_and_recomputed(tiny, tmp_path, monkeypatch, capsys, damage):
-    config, path = _one_run(tmp_path)
-    monkeypatch.setattr(R, "run_one", lambda config, progress=False: dict(config, test_accuracy=50.0))
-    assert R.load_or_run(config, path.parent, False)[1] is False
-    text = {"truncated": path.read_text()[:40], "a list": "[1, 2]", "another config": '{"seed": 99}'}[damage]
-    path.write_text(text)
-    record, cached = R.load_or_run(config, path.parent, False)
-    assert not cached and record["code"] == R.run_code()
-    err = capsys.readouterr().err
-    assert str(path) in err and "damaged" in err
-    assert path.with_name(path.name + ".corrupt").read_text() == text
-    assert R.load_or_run(config, path.parent, False)[1] is True  # the recomputed file is sound
+def _forget_store(out) -> None:
+    """Remove the run store of `out` (git ignores it: a fresh clone has none)."""
+    for path in out.glob(f"{R.STORE_NAME}*"):
+        path.unlink()
 
 
-def test_a_run_file_from_other_code_is_stale_and_recomputed_unless_kept(tiny, tmp_path, monkeypatch, capsys):
-    config, path = _one_run(tmp_path)
-    monkeypatch.setattr(R, "run_one", lambda config, progress=False: dict(config, test_accuracy=50.0))
-    R.load_or_run(config, path.parent, False)
-    stale = json.loads(path.read_text()) | {"code": "from-other-code", "test_accuracy": 1.0}
-    path.write_text(json.dumps(stale))
-    assert R.load_or_run(config, path.parent, False, keep_stale=True) == (stale, True)
-    record, cached = R.load_or_run(config, path.parent, False)
-    assert not cached and record["test_accuracy"] == 50.0
-    assert "stale" in capsys.readouterr().err
+def test_a_run_lands_in_the_sweep_store_keyed_and_stamped_as_a_sweep_row(tiny, replicate_args, tmp_path):
+    args = replicate_args(settings=[1], seeds=1)
+    assert R.run_target("table1", args) == 0
+    configs = R.target_configs("table1", args)
+    assert task_code("replicate") == R.run_code()  # one staleness rule: the fingerprint of the run's science
+    with SweepStore(R.store_path(tmp_path), readonly=True) as store:
+        rows = store.rows(task_key("replicate", config) for config in configs)
+    assert [row.params for row in rows] == configs
+    for row, config in zip(rows, configs, strict=True):
+        assert (row.task, row.status, row.code) == ("replicate", "done", R.run_code())
+        assert row.result["versions"]["numpy"]
+        again = json.loads(json.dumps(R.run_one(config)))  # as stored: lists, not tuples
+        record = R.store_record(row)
+        assert {k: v for k, v in record.items() if k not in ("seconds", "code", "versions")} == {
+            k: v for k, v in again.items() if k != "seconds"
+        }
+    assert not (tmp_path / "runs").exists()
 
 
-def test_reading_a_run_file_says_why_it_is_not_used_and_changes_nothing(tmp_path, capsys):
-    """`stored_record` (also the CLI's "will it train?") only reads: no file moved, nothing printed."""
-    config, path = _one_run(tmp_path)
-    assert R.stored_record(path, config, False) == (None, "absent")
-    path.parent.mkdir(parents=True)
-    path.write_text("[1, 2]")
-    record, why = R.stored_record(path, config, False)
-    assert record is None and why.startswith("damaged") and path.read_text() == "[1, 2]"
-    sound = dict(config, test_accuracy=50.0, code=R.run_code())
-    path.write_text(json.dumps(sound | {"code": "from-other-code"}))
-    assert R.stored_record(path, config, False) == (None, "stale")
-    assert R.stored_record(path, config, True) == (sound | {"code": "from-other-code"}, "")
-    path.write_text(json.dumps(sound))
-    assert R.stored_record(path, config, False) == (sound, "")
-    assert capsys.readouterr().err == "" and [p.name for p in path.parent.iterdir()] == [path.name]
+def test_a_stale_run_is_trained_again_unless_kept(tiny, replicate_args, tmp_path, monkeypatch, capsys):
+    args = replicate_args(settings=[1], seeds=1)
+    assert R.run_target("table1", args) == 0
+    config = R.target_configs("table1", args)[0]
+    key = task_key("replicate", config)
+    result = json.loads(R.stored_rows([config], tmp_path)[R.run_key(config)].result_text)
+    _store(
+        tmp_path,
+        "UPDATE tasks SET code = 'from-other-code', result = ? WHERE key = ?",
+        json.dumps(result | {"test_accuracy": 1.0}),
+        key,
+    )
+    (tmp_path / "table1.json").unlink()  # it holds the run from the current code
+    calls = []
+    run_one = R.run_one
+    monkeypatch.setattr(R, "run_one", lambda config, progress=False: calls.append(config) or run_one(config))
+    assert R.run_target("table1", replicate_args(settings=[1], seeds=1, keep_stale=True)) == 0
+    assert (
+        calls == [] and R.held([config], tmp_path, keep_stale=True)[R.run_key(config)]["test_accuracy"] == 1.0
+    )
+    assert capsys.readouterr().err == ""
+    assert R.run_target("table1", args) == 0
+    assert calls == [config]
+    row = R.stored_rows([config], tmp_path)[R.run_key(config)]
+    assert row.code == R.run_code() and row.result["test_accuracy"] == result["test_accuracy"]
+    assert "1 run(s) in" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not sqlite"])
+def test_a_damaged_run_store_is_named_in_one_line_and_left_untouched(tiny, replicate_args, tmp_path, damage):
+    args = replicate_args(settings=[1], seeds=1)
+    assert R.run_target("table1", args) == 0
+    path = R.store_path(tmp_path)
+    with SweepStore(path):  # a checkpoint folds the write-ahead log into the file
+        pass
+    text = path.read_bytes()[:100] if damage == "truncated" else b"not a database " * 100
+    path.write_bytes(text)
+    with pytest.raises(InputError, match=str(path)) as info:
+        R.run_target("table1", args)
+    assert "\n" not in str(info.value) and path.read_bytes() == text
+
+
+def test_asking_what_would_train_reads_only(tmp_path, capsys):
+    """`missing` (also the CLI's "will it train?") creates no store and prints nothing."""
+    configs = R.expand("table1", [1], 1, 0, "paper", "quick")
+    assert R.missing(configs, tmp_path) == configs and R.held(configs, tmp_path) == {}
+    assert capsys.readouterr().err == "" and list(tmp_path.iterdir()) == []
 
 
 def test_without_matplotlib_reports_are_written_and_figures_skipped(
@@ -226,13 +262,13 @@ def test_a_fresh_clone_re_renders_from_the_summaries_without_training(
     assert R.run_target("table1", args) == 0
     before = json.loads((tmp_path / "table1.json").read_text())
     table = (tmp_path / "table1.md").read_text()
-    for path in (tmp_path / "runs").iterdir():  # the run store is git-ignored: a clone has none
-        path.unlink()
+    _forget_store(tmp_path)  # the run store is git-ignored: a clone has none
     monkeypatch.setattr(R, "run_one", lambda config, progress=False: pytest.fail("trained"))
     assert R.run_target("table1", args) == 0
     after = json.loads((tmp_path / "table1.json").read_text())
     assert after["runs"] == before["runs"] and after["versions"] == before["versions"]
     assert (tmp_path / "table1.md").read_text() == table
+    assert not R.store_path(tmp_path).exists()
 
 
 def _summary_codes(path, code):
@@ -246,8 +282,7 @@ def test_a_summary_run_from_other_code_or_a_damaged_summary_is_not_reused(
 ):
     args = replicate_args(settings=[1], seeds=1)
     assert R.run_target("table1", args) == 0
-    for path in (tmp_path / "runs").iterdir():
-        path.unlink()
+    _forget_store(tmp_path)
     _summary_codes(tmp_path / "table1.json", "from-other-code")
     calls = []
     run_one = R.run_one
@@ -266,25 +301,27 @@ def test_recertify_re_stamps_stale_runs_only_when_the_sampled_reruns_are_identic
     args = replicate_args(settings=[1], seeds=2)
     assert R.run_target("table1", args) == 0
     configs = R.target_configs("table1", args)
-    runs = sorted((tmp_path / "runs").iterdir())
-    for path in runs[:3]:  # three runs only in the summary, as on a fresh clone
-        path.unlink()
-    for path in runs[3:]:
-        path.write_text(json.dumps(json.loads(path.read_text()) | {"code": "from-other-code"}))
+    keys = [task_key("replicate", config) for config in configs]
+    for key in keys[:3]:  # three runs only in the summary, as on a fresh clone
+        _store(tmp_path, "DELETE FROM tasks WHERE key = ?", key)
+    _store(tmp_path, "UPDATE tasks SET code = 'from-other-code'")
     _summary_codes(tmp_path / "table1.json", "from-other-code")
-    tampered = json.loads(runs[3].read_text()) | {"test_accuracy": 1.0}
-    runs[3].write_text(json.dumps(tampered))
+    tampered = R.run_key(configs[3])
+    _store(
+        tmp_path, "UPDATE tasks SET result = json_set(result, '$.test_accuracy', 1.0) WHERE key = ?", keys[3]
+    )
 
     found = recertify(configs, tmp_path, sample=8)
-    assert found.stale == 8 and list(found.differ) == [runs[3].stem]
+    assert found.stale == 8 and list(found.differ) == [tampered]
     assert "test_accuracy" in found.line("now") and "nothing re-stamped" in found.line("now")
-    assert all(json.loads(p.read_text())["code"] == "from-other-code" for p in runs[3:])
+    assert {row.code for row in R.stored_rows(configs, tmp_path).values()} == {"from-other-code"}
 
-    runs[3].unlink()  # without the tampered run, two sampled reruns certify the rest
+    _store(tmp_path, "DELETE FROM tasks WHERE key = ?", keys[3])  # without it, two reruns certify the rest
     found = recertify(configs, tmp_path, sample=2)
     assert (found.stale, len(found.sampled), found.differ) == (8, 2, {})
-    assert (found.run_files, found.summaries) == (4, 1)
+    assert (found.store_rows, found.summaries) == (4, 1)
     assert "re-stamped 8 stale runs" in found.line(R.run_code())
+    assert {row.code for row in R.stored_rows(configs, tmp_path).values()} == {R.run_code()}
     monkeypatch.setattr(R, "run_one", lambda config, progress=False: pytest.fail("trained"))
     assert R.run_target("table1", args) == 0
     assert recertify(configs, tmp_path, sample=2).stale == 0

@@ -125,8 +125,10 @@ def test_from_an_empty_cache_a_run_equals_the_run_of_a_later_process(tmp_path):
     first, again = tmp_path / "first", tmp_path / "again"
     assert _probe(_table7(first), cache_dir=tmp_path / "cache", steps=0)["compiled"] == 0
     assert _probe(_table7(again), cache_dir=tmp_path / "cache", steps=0)["compiled"] == 0
-    for path in sorted((first / "runs").glob("*.json")):
-        ours, theirs = (json.loads(p.read_text()) for p in (path, again / "runs" / path.name))
-        assert {k: v for k, v in ours.items() if k != "seconds"} == {
-            k: v for k, v in theirs.items() if k != "seconds"
+    configs = R.expand("table7", [3], 1, tier="quick")
+    ours, theirs = (R.stored_rows(configs, out) for out in (first, again))
+    assert sorted(ours) == sorted(theirs) == sorted(R.run_key(c) for c in configs)
+    for key, row in ours.items():
+        assert {k: v for k, v in row.result.items() if k != "seconds"} == {
+            k: v for k, v in theirs[key].result.items() if k != "seconds"
         }

@@ -1,48 +1,52 @@
-"""`replicate --jobs`: runs trained in parallel processes are the runs `replicate` trains one by one."""
+"""`replicate --jobs`: runs trained on the sweep runner's Dask workers are the runs trained in-process."""
 
 from __future__ import annotations
 
-import json
-import os
-import threading
+import pytest
 
 from lab.chen2022 import replicate as R
 from lab.cli.main import main
-from lab.cli.replicate import _watch_parent, chen_configs, train_in_parallel
+from lab.cli.replicate import chen_configs
 
 
-def test_runs_trained_in_parallel_equal_runs_trained_in_turn(monkeypatch, replicate_args, tmp_path):
-    expand = R.expand  # 12 steps a run; the spawned workers get the configs, steps included
+@pytest.fixture
+def short_runs(monkeypatch):
+    """Every Chen et al. run of this test 12 steps long (the workers get the configs, steps included)."""
+    expand = R.expand
     monkeypatch.setattr(R, "expand", lambda *a, **k: [c | {"steps": 12} for c in expand(*a, **k)])
-    # table1's runs in parallel; a target without Chen et al. runs is left to its own command
-    args = replicate_args(targets=["table1", "makkuva-fig1"], settings=[1], seeds=1, jobs=2)
-    train_in_parallel(args, chen_configs(args))
-    configs = R.expand("table1", [1], 1, tier="quick")
-    stored = sorted((tmp_path / "runs").glob("*.json"))
-    assert [p.stem for p in stored] == sorted(R.run_key(c) for c in configs)
-    for config in configs:
-        record = json.loads((tmp_path / "runs" / f"{R.run_key(config)}.json").read_text())
-        again = R.run_one(config)
-        assert {k: v for k, v in record.items() if k not in ("seconds", "code", "versions")} == {
-            k: v for k, v in again.items() if k != "seconds"
+
+
+def test_runs_trained_in_parallel_equal_runs_trained_in_turn_bit_for_bit(
+    short_runs, replicate_args, tmp_path
+):
+    pytest.importorskip("distributed")
+    # table1's runs; a target without Chen et al. runs is left to its own command
+    args = replicate_args(targets=["table1", "makkuva-fig1"], settings=[1], seeds=1)
+    configs = chen_configs(args)
+    assert [c["model"] for c in configs] == [c["model"] for c in R.expand("table1", [1], 1, tier="quick")]
+    parallel, in_turn = tmp_path / "parallel", tmp_path / "in-turn"
+    assert R.train(configs, parallel, jobs=2) == len(configs)
+    assert R.train(configs, in_turn, jobs=1) == len(configs)
+    ours, theirs = R.stored_rows(configs, parallel), R.stored_rows(configs, in_turn)
+    assert sorted(ours) == sorted(theirs) == sorted(R.run_key(c) for c in configs)
+    for key, row in ours.items():
+        assert row.code == theirs[key].code == R.run_code() and row.worker != theirs[key].worker
+        assert {k: v for k, v in row.result.items() if k != "seconds"} == {
+            k: v for k, v in theirs[key].result.items() if k != "seconds"
         }
-        assert record["code"] == R.run_code()
+    assert R.train(configs, parallel, jobs=2) == 0  # resumed: nothing left to train
 
 
-def test_a_worker_leaves_when_its_parent_is_gone():
-    left = []
-    _watch_parent(os.getppid() + 1, poll=0.0, leave=left.append)  # not our parent: as after a kill
-    assert left == [1]
+def test_a_damaged_run_store_is_named_in_one_line(tmp_path, capsys):
+    R.store_path(tmp_path).write_bytes(b"not a database " * 100)
+    argv = ["replicate", "table1", "--tier", "quick", "--settings", "1", "--seeds", "1", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(R.store_path(tmp_path)) in err and len(err.splitlines()) == 1
 
 
-def test_a_worker_stays_while_its_parent_lives():
-    left = []
-    watch = threading.Thread(target=_watch_parent, args=(os.getppid(), 0.01, left.append), daemon=True)
-    watch.start()
-    watch.join(0.2)
-    assert watch.is_alive() and left == []
-
-
-def test_jobs_must_be_a_positive_integer(capsys):
+def test_jobs_must_be_a_positive_integer(capsys, tmp_path):
     assert main(["replicate", "table1", "--jobs", "0"]) == 2
     assert "--jobs" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="jobs"):
+        R.train([], tmp_path, jobs=0)

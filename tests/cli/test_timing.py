@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from lab.docs.findings_kernels import _replication_time
 from lab.docs.markdown import pct
 from lab.docs.results import BenchSummary, Replication, Results, ResultsError, load_timing
 from lab.docs.timing_section import breakdown_rows, code_status, floor_minutes, model_times, timing_section
+from lab.sweeps.keys import task_key
 
 
 @pytest.fixture
@@ -43,6 +45,17 @@ def test_a_timed_replicate_records_its_time_and_the_runs_it_trained(short_runs, 
     assert _replicate(out, timing) == 0  # again: every run reused, and the record says so
     again = load_timing(timing)
     assert again["run_files_at_start"] == len(configs) and again["runs"] == []
+    trained = first["runs"][0]
+    stale = next(c for c in configs if c["model"] == trained["model"])
+    with sqlite3.connect(R.store_path(out)) as db:  # one run from other code: it alone is trained again
+        db.execute("UPDATE tasks SET code = 'from-other-code' WHERE key = ?", (task_key("replicate", stale),))
+    db.close()
+    (out / "table1.json").unlink()  # it holds the run from the current code
+    assert _replicate(out, timing) == 0
+    third = load_timing(timing)
+    assert third["run_files_at_start"] == len(configs) and [r["model"] for r in third["runs"]] == [
+        stale["model"]
+    ]
     capsys.readouterr()
 
 
@@ -51,7 +64,7 @@ def test_a_timing_path_that_cannot_be_written_stops_before_any_run(tmp_path, cap
     blocker.write_text("")
     assert _replicate(tmp_path / "out", blocker / "timing.json") == 2
     assert "--timing" in capsys.readouterr().err
-    assert not (tmp_path / "out" / "runs").exists()
+    assert not R.store_path(tmp_path / "out").exists()
 
 
 def test_a_damaged_timing_file_is_named(tmp_path):
