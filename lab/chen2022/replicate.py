@@ -132,7 +132,7 @@ def train(
         retry_failed=True,
         keep_stale=keep_stale,
         quiet=quiet,
-        threads=max(1, numba.config.NUMBA_NUM_THREADS // workers),
+        threads=max(1, numba.config.NUMBA_NUM_THREADS // jobs),  # each worker's share of the cores
         describe=_describe,
     )
     if done.failed:
@@ -350,6 +350,7 @@ def _replicate_tables(values: dict[str, list[Any]], results: list[dict[str, Any]
 
 @register_task(TASK, expand=expand, report=_replicate_tables, code_root=run_one.__module__)
 def replicate_run(config: dict[str, Any]) -> dict[str, Any]:
-    """One training run of a replicate target (`run_one`) and the versions of the numerical stack that
-    made it; its results are stamped with `run_code()`, the fingerprint of the run's science."""
+    """One training run of a replicate target (`run_one`) with the versions of the stack that made it.
+
+    Its results are stamped with `run_code()`, the fingerprint of the run's science (`code_root`)."""
     return run_one(config) | {"versions": versions()}

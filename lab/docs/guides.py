@@ -108,18 +108,20 @@ The numbers in these pages are rendered from files committed under `results/`; n
   Written by `python -m lab replicate TARGET --seeds 10 --out results/replicate`
   (`TARGET_reference-code.json` for `--variant reference-code`, `TARGET_float32.json` for
   `--dtype float32`).
-- `results/replicate/runs/` (git-ignored, not committed): one file per finished run, written by the
-  same command, so a replication resumes where it stopped; without it, `replicate` reads the runs
-  from the committed summaries and trains only the runs they do not hold from the current code.
-  `--jobs N` trains N runs at once, each process with 1/N of the cores for its kernels; a run's
-  numbers do not depend on how many threads it had.
+- `results/replicate/runs.sqlite` (git-ignored, not committed): the run store, a sweep store of the
+  `replicate` task with one row per finished run (its whole record, keyed and stamped with the code
+  fingerprint as every sweep row), written by the same command, so a replication resumes where it
+  stopped; without it, `replicate` reads the runs from the committed summaries and trains only the
+  runs they do not hold from the current code. The runs train through the sweep runner: in-process
+  on every core, or with `--jobs N` on a local Dask cluster of N workers, each with 1/N of the cores
+  for its kernels; a run's numbers do not depend on how many threads it had.
 - `results/bench/summary.json`: one benchmark run, per kernel the times, GFLOP/s, the fraction of the
   one-thread DGEMM rate and the machine. Written by `nox -s bench` followed by
   `python -m lab bench-report --summary results/bench/summary.json`.
-- `results/timing/*.json`: the wall and CPU time of one `replicate` invocation and the run files its
-  `--out` held when it began, e.g. `python -m lab replicate table1 table3 --seeds 10 --jobs 2
-  --out /tmp/empty --timing results/timing/tables_1_3_float64.json` (a fresh `--out`, so every run
-  is trained).
+- `results/timing/*.json`: the wall and CPU time of one `replicate` invocation and how many runs the
+  run store of its `--out` held when it began, e.g. `python -m lab replicate table1 table3 --seeds 10
+  --jobs 2 --out /tmp/empty --timing results/timing/tables_1_3_float64.json` (a fresh `--out`, so
+  every run is trained).
 - `results/proof_chain/proof_chain.json`: the d study of Theorem 4.2's proof, one monitored run per
   (d, seed). Written by `python -m lab sweep run sweeps/proof_chain.toml` followed by
   `python -m lab sweep report sweeps/proof_chain.toml --out results/proof_chain`.
@@ -244,9 +246,9 @@ fingerprint differs from the current code's is *stale*: `sweep status` and `swee
 such and never average it, and the next `sweep run` computes it again. An edit to a module the task
 does not import leaves its results current (a tested property). To keep old results on purpose, for
 example after a change you know does not move the numbers, pass `--keep-stale` to `run`, `status` and
-`report`. The replication targets do the same with their run files (`replicate --keep-stale`), and
-`replicate ... --recertify N` reruns a seeded sample of N stale runs and re-stamps the rest only if
-every rerun is identical.
+`report`. The replication targets keep their runs in a store of the task `replicate` under the same
+rule (`replicate --keep-stale`), and `replicate ... --recertify N` reruns a seeded sample of N stale
+runs and re-stamps the rest only if every rerun is identical.
 
 The store is a SQLite file marked as the lab's (its application id). A file that is not the lab's
 store, a damaged one and an emptied one are refused with one line naming the file, and left untouched;

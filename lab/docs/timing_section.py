@@ -18,11 +18,11 @@ TIMING_TEXT = f"""\
 ### Replication wall time
 
 `python -m lab replicate ... --timing PATH` records one invocation: its command, wall and CPU time
-(the `--jobs` workers included), the cores, the code fingerprint, how many run files `--out` held
-when it began, and every run it trained with its steps and seconds; the records below are
-`results/timing/*.json`. The target is `replicate {" ".join(TARGET_TABLES)} --seeds 10` for the stated
-model from an empty run directory in at most {fixed(TARGET_MINUTES, 0)} min of wall time on 2 cores, in
-float64 and in float32.
+(the `--jobs` workers included), the cores, the code fingerprint, how many runs the run store of
+`--out` held when it began, and every run it trained with its steps and seconds; the records below
+are `results/timing/*.json`. The target is `replicate {" ".join(TARGET_TABLES)} --seeds 10` for the
+stated model from an empty run store in at most {fixed(TARGET_MINUTES, 0)} min of wall time on 2
+cores, in float64 and in float32.
 
 The arithmetic floor counts the dense products no structured step avoids
 (`lab.docs.arithmetic_floor`: the experts' noise patches forward and backward, an MoE router's two
@@ -176,7 +176,7 @@ def timing_section(results: Results) -> str:
     head = (
         "record",
         "command",
-        "run files at start",
+        "stored runs at start",
         "runs trained",
         "wall (min)",
         "CPU (min)",
