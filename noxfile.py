@@ -55,10 +55,20 @@ def plugin(session: nox.Session) -> None:
     session.run("pytest", "-p", "no:cacheprovider")
 
 
+CAMPAIGN_OPTIONS = ("--minutes", "--workers", "--examples", "--seed", "--grace")
+
+
 @nox.session(default=False)
 def fuzz(session: nox.Session) -> None:
-    """Hypothesis `fuzz` profile: many examples, database kept in .hypothesis/ (`nox -s fuzz -- -k b1_`)."""
+    """Hypothesis `fuzz` profile: many examples, database kept in .hypothesis/ (`nox -s fuzz -- -k b1_`).
+
+    A timed campaign on every core: `nox -s fuzz -- --minutes 480 --workers 2` (tests.fuzz.campaign:
+    rounds on their own seeds until the time is up, summary in reports/fuzz/summary.json).
+    """
     _install(session)
+    if any(a.split("=")[0] in CAMPAIGN_OPTIONS for a in session.posargs):
+        session.run("python", "-m", "tests.fuzz.campaign", *session.posargs)
+        return
     paths = [a for a in session.posargs if Path(a.split("::")[0]).exists()]
     args = session.posargs if paths else ["tests", *session.posargs]
     session.run(

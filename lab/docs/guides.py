@@ -10,6 +10,7 @@ from lab.docs.claims_pages import outcome_summary
 from lab.docs.markdown import anchor, code, page, table
 from lab.docs.plugin_guide import plugin_sections
 from lab.docs.results import VERIFY_COMMAND, Results, ResultsError
+from lab.testing import DATABASE
 
 PAGES = (
     (
@@ -372,7 +373,8 @@ least one negative control; a claim whose premises hold without a negative-contr
    group; the registry walks that package, so a module placed under `checks/` is found as it is.
 5. **Test both sides** in `tests/checks/<paper>/`: a premise test and a negative-control test, with
    inputs from the public Hypothesis strategies in `checks/strategies/` where they fit. A
-   counterexample Hypothesis ever found is pinned with `@example`.
+   counterexample Hypothesis ever found is pinned with `@example`; [a fuzz campaign](#fuzz)
+   looks for more.
 6. **Mark a known finding** (`finding="..."` on a premise record) only when the paper's claim does
    not reproduce and you can say why; the record then reads `finding`, and `FINDING NOW HOLDS` the
    day it stops reproducing.
@@ -382,6 +384,60 @@ least one negative control; a claim whose premises hold without a negative-contr
    test fails while `docs/` is out of date."""
 
 
+FUZZ_TEXT = """\
+{anchor}
+## A fuzz campaign overnight
+
+The CI tier runs 25 derandomized examples per property test. A campaign spends hours of every core
+on the same tests with random examples and keeps every failure it finds. From the repository's root:
+
+```sh
+nox -s fuzz -- --minutes 480 --workers 2          # 8 hours on 2 cores
+nox -s fuzz -- --minutes 60 --examples 200 tests/checks -k b1_   # shorter, on some tests
+```
+
+Each worker is a pytest process (`tests/fuzz/campaign.py`) running its share of the tests Hypothesis
+drives (`@given`; the others, and those marked slow, are deselected) under the `fuzz` profile, with
+`--examples` examples per test (default 1000), round after round until `--minutes` have passed. When
+the time is up a round skips the tests it has not begun; one still running `--grace` seconds later
+(default 600) is stopped. Round r of worker w has the seed `--seed` + r × workers + w (default seed
+0), and each test draws its examples from a seed derived from that one and its node id, so no two
+rounds repeat each other. `--workers` defaults to the number of cores; give the campaign normal
+priority (under `nice` it gets what the rest of the machine leaves). Other arguments go to pytest.
+
+**What it leaves.** Hypothesis shrinks every failing example it finds and stores it in the
+example database
+`{database}/` (git-ignored, shared by all workers and rounds, and kept between campaigns: a
+campaign first replays what earlier ones stored). Each round's pytest output is in
+`reports/fuzz/worker<w>-round<r>.log`. At the end the campaign prints its summary (wall time, rounds
+and their seeds, test functions, test runs, examples, every failing test with the commands below),
+writes it to `reports/fuzz/summary.json`, and exits 1 if a test failed.
+
+**Replaying what it found.** A plain `nox -s tests` or `pytest` runs the `ci` profile, which is
+derandomized, and Hypothesis allows no database with that: it never reads the stored examples. The
+`replay` profile runs each test's `@example`s and the stored examples only, reading the database
+without writing it:
+
+```sh
+HYPOTHESIS_PROFILE=replay nox -s tests                   # the CI tier, replaying, not generating
+HYPOTHESIS_PROFILE=replay pytest -p tests.fuzz.plugin -m "not slow" tests   # Hypothesis tests only
+HYPOTHESIS_PROFILE=replay pytest 'tests/...::test_name'  # one test, as the summary names it
+```
+
+The `dev` and `fuzz` profiles also replay the database before they generate. For each failure the
+summary also prints a `regenerate` command (`--hypothesis-seed` with the test's seed in that round,
+which turns the database off) that reruns the round's search of that test.
+
+**Answering a failure.** A bug in `lab/` is fixed with a regression test, a test whose premise was
+wrong is corrected, and the failing example is pinned on its test with `@example(...)` and a one-line
+comment saying why, so that the CI tier, which never reads the database, runs it on every commit."""
+
+
 def adding_page() -> str:
-    """docs/adding-a-claim.md: the lab's own steps, then a plugin's, its errors and the API."""
-    return page("Adding a claim", ADDING_TEXT.format(verify=VERIFY_COMMAND), *plugin_sections())
+    """docs/adding-a-claim.md: the lab's steps, a fuzz campaign, a plugin's steps, its errors, the API."""
+    return page(
+        "Adding a claim",
+        ADDING_TEXT.format(verify=VERIFY_COMMAND),
+        FUZZ_TEXT.format(anchor=anchor("fuzz"), database=DATABASE),
+        *plugin_sections(),
+    )

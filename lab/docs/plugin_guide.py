@@ -41,7 +41,8 @@ installs it and runs it (`nox -s plugin`), so every step below is tested.
    premises read `uncontrolled`.
 4. **Test it under the lab's Hypothesis profiles**: a `conftest.py` holding
    `from lab.testing import load_profile` and `load_profile()` runs your tests with `ci` (25
-   derandomized examples, no database), or `dev` and `fuzz` as `HYPOTHESIS_PROFILE` says.
+   derandomized examples, no database), or `dev`, `fuzz` and `replay` as `HYPOTHESIS_PROFILE`
+   says ([a fuzz campaign](#fuzz)).
 5. **Run it in your own environment**, where the lab and your package are installed:
    `pip install -e PATH`, then `python -m lab verify --only SW1` and `pytest` in your folder.
    `nox -s verify` builds an environment of the lab alone and never sees your package; from the

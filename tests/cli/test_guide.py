@@ -44,6 +44,6 @@ def test_the_hypothesis_profiles_are_importable_and_named():
         assert settings.default.max_examples == 50
     finally:
         load_profile()
-    assert settings.get_profile("ci").max_examples == 25 and PROFILES == ("ci", "dev", "fuzz")
+    assert settings.get_profile("ci").max_examples == 25 and PROFILES == ("ci", "dev", "fuzz", "replay")
     with pytest.raises(ValueError, match="one of"):
         load_profile("huge")
