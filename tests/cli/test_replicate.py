@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lab.chen2022 import replicate as R
+from lab.cli import replicate as cli
 from lab.cli.main import main
 from lab.cli.replicate import chen_configs
 
@@ -35,6 +36,19 @@ def test_runs_trained_in_parallel_equal_runs_trained_in_turn_bit_for_bit(
             k: v for k, v in theirs[key].result.items() if k != "seconds"
         }
     assert R.train(configs, parallel, jobs=2) == 0  # resumed: nothing left to train
+
+
+def test_an_out_holding_only_the_summaries_trains_nothing(short_runs, replicate_args, tmp_path, monkeypatch):
+    assert R.run_target("table1", replicate_args(settings=[1], seeds=1)) == 0
+    summary = (tmp_path / "table1.json").read_text()
+    for path in tmp_path.glob(f"{R.STORE_NAME}*"):  # a fresh clone: the summaries, no run store
+        path.unlink()
+    monkeypatch.setattr(cli, "compile_in_child", lambda configs: pytest.fail("compiled kernels"))
+    monkeypatch.setattr(R, "run_one", lambda config, progress=False: pytest.fail("trained"))
+    argv = ["replicate", "table1", "--tier", "quick", "--settings", "1", "--seeds", "1", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path), "--jobs", "2"]) == 0
+    assert not R.store_path(tmp_path).exists()
+    assert (tmp_path / "table1.json").read_text().split('"runs"')[1] == summary.split('"runs"')[1]
 
 
 def test_a_damaged_run_store_is_named_in_one_line(tmp_path, capsys):
