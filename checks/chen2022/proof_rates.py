@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 
 from lab.chen2022.data import setting
 from lab.chen2022.proof_lemmas import uniform_moment
 from lab.chen2022.proof_monitors import ProofSchedule, monitored_run, theorem_config
+from lab.core.descriptions import load_claims
 from lab.core.records import Record, report_record
 from lab.core.registry import register
 from lab.core.stats import power_law_fit
+
+DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
 
 CLAIM = "B14"
 RATE_D = 50

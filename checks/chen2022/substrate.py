@@ -7,6 +7,7 @@ run the premise and the negative control of each at the requested tier.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -33,8 +34,11 @@ from lab.chen2022.model import (
     routed_expert_outputs,
     router_logits,
 )
+from lab.core.descriptions import load_claims
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
+
+DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
 
 EPS = float(np.finfo(np.float64).eps)
 LEVEL = 0.99

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
 from checks.makkuva2020.assumptions import ASSUMPTIONS, EPS_REC, LEVEL, one_blas_thread
+from lab.core.descriptions import load_claims
 from lab.core.records import Record, lower_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson, normal_mean
@@ -19,6 +21,8 @@ from lab.makkuva2020 import fig1 as makkuva_fig1
 from lab.makkuva2020.fit import contraction_factor, gating_error, projected_gd_l_log, regression_error
 from lab.makkuva2020.gated_regression import GaussianInput, gate_fisher_information, paper_model, sample
 from lab.makkuva2020.losses import l_log_hessian
+
+DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
 
 
 def _plateau(errors: np.ndarray) -> float:

@@ -6,10 +6,13 @@ Cases come from `checks.strategies.makkuva.gru_cases`; the largest gap is found 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from checks.search import hypothesis_maximum
 from checks.strategies.makkuva import gru_cases
+from lab.core.descriptions import load_claims
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
 from lab.makkuva2020.gated_regression import (
@@ -18,6 +21,8 @@ from lab.makkuva2020.gated_regression import (
     hierarchical_moe_step,
     hierarchical_moe_update,
 )
+
+DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
 
 
 def _gap(case, gate: str, reset: str = "before") -> float:

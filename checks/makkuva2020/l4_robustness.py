@@ -6,15 +6,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from checks.makkuva2020.assumptions import ASSUMPTIONS, EPS_REC, REG, SGD_LR, one_blas_thread
 from checks.makkuva2020.rates import rate_record, run_instances
+from lab.core.descriptions import load_claims
 from lab.core.records import Record
 from lab.core.registry import register
 from lab.makkuva2020.fit import init_params, regression_error, sgd_l4
 from lab.makkuva2020.gated_regression import GatedRegression, GaussianInput, GaussianMixtureInput, paper_model
 from lab.makkuva2020.losses import output_transforms
+
+DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
 
 # Instances per tier, sized from seeds 0-19 (quick). The sphere recovered in 239 of 240 runs (one ended
 # at E_reg 0.066, seed 2): n = 12 tolerates one failure, n = 8 would have tolerated none. The mixture

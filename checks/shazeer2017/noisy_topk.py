@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -26,11 +27,14 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 from hypothesis.extra.numpy import arrays
 
+from lab.core.descriptions import load_claims
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson
 from lab.kernels import gating as kernels
 from lab.shazeer2017 import gating
+
+DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
 
 EPS = float(np.finfo(np.float64).eps)
 FAMILY_LEVEL = 0.99

@@ -1,4 +1,5 @@
-"""The lab's four registries (checks, replication targets, sweep tasks, commands), filled from entry points.
+"""The lab's registries (checks, replication targets, sweep tasks, commands, and the descriptions of claims
+and papers, `lab.core.descriptions`), filled from entry points.
 
 A declaration is attached to the function it describes by a decorator (`register`,
 `register_replication`, `register_command`, `lab.sweeps.tasks.register_task`) and does nothing
@@ -169,7 +170,7 @@ def register_replication(name: str, help: str) -> Callable:
     return lambda run: declare(Replication(name, help, run))(run)
 
 
-KINDS = ("check", "command", "replication", "task")
+KINDS = ("check", "command", "replication", "task", "claim", "paper")  # claims, papers: lab.core.descriptions
 LIGHT_PLUGINS = ("cli", "sweeps")  # searched first by `find`: commands and sweep-task declarations
 
 
@@ -321,7 +322,7 @@ def find(kind: str, name: str) -> Any | None:
 
 
 def declared(kind: str) -> dict[str, Any]:
-    """The registry of one kind ('check', 'command', 'replication', 'task'), by name; conflicts left out."""
+    """The registry of one kind (one of `KINDS`), by name; conflicts left out."""
     return dict(load_plugins()[kind])
 
 

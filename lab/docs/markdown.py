@@ -45,11 +45,14 @@ def cell(text: Any) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
+def row(values: Sequence[Any]) -> str:
+    """One line of a Markdown table; every cell goes through `cell`."""
+    return "| " + " | ".join(cell(v) for v in values) + " |"
+
+
 def table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A Markdown table; every cell goes through `cell`."""
-    lines = ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+    return "\n".join([row(head), "|" + "---|" * len(head), *(row(r) for r in rows)])
 
 
 def code(text: str) -> str:

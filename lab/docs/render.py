@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.core.io import write_text_atomic
-from lab.docs.catalogue import PAPERS
+from lab.docs.catalogue import Catalogue, catalogues
 from lab.docs.claims_pages import claims_page, plugin_checks, plugin_page
 from lab.docs.figures import figure_paths, write_figures
 from lab.docs.findings_page import findings_page
@@ -31,11 +31,12 @@ class Pages(dict[str, str]):
 def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: bool = False) -> Pages:
     """Every page, by its path relative to the docs folder (sorted); raises `ResultsError` on bad input.
 
-    `plugins`: also a page per installed plugin package, `claims/<package>.md`."""
+    `plugins`: also the pages of the installed plugins: one per paper a plugin describes, and
+    `claims/<package>.md` for its claims on none of them."""
     results = load_results(results_folder)
     check_targets(results)
     by_package = plugin_checks()
-    checks = by_package.pop(None, [])
+    described = catalogues()
     pages = {
         "index.md": index_page(results),
         "findings.md": findings_page(results),
@@ -45,10 +46,13 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: b
         "adding-a-claim.md": adding_page(),
         "verification-power.md": mutation_page(results),
     }
-    for key in PAPERS:
-        pages[f"claims/{key}.md"] = claims_page(key, results, checks)
-    for package, found in by_package.items() if plugins else ():
-        pages[f"claims/{package}.md"] = plugin_page(package, results, found)
+    packages = sorted({*by_package, *described} - {None}) if plugins else []
+    for package in [None, *packages]:
+        checks, catalogue = by_package.get(package, []), described.get(package, Catalogue({}, {}))
+        for key, paper in catalogue.papers.items():
+            pages[f"claims/{key}.md"] = claims_page(paper, results, checks, catalogue)
+        if package is not None and (text := plugin_page(package, results, checks, catalogue)):
+            pages[f"claims/{package}.md"] = text
     return Pages(pages, results, results_folder)
 
 

@@ -363,6 +363,39 @@ def test_a_damaged_results_file_is_one_line_naming_it(results, tmp_path, capsys,
     assert not out.exists()
 
 
+def _rekey(results: Path, claim: str, old: str, new: str) -> None:
+    """Give the record of `claim` with key `old` the key `new` in the folder's verify.json."""
+    path = results / "verify.json"
+    data = json.loads(path.read_text())
+    (record,) = [r for r in data["records"] if (r["claim"], r["key"]) == (claim, old)]
+    record["key"] = new
+    path.write_text(json.dumps(data))
+
+
+def test_a_key_a_template_names_missing_from_the_results_is_one_line(results, tmp_path, capsys):
+    _rekey(results, "B2", "attained", "reached")
+    out = tmp_path / "docs"
+    assert _docs(results, out) == 2
+    assert _docs(results, out, "--check") == 2
+    said = (
+        "python -m lab docs: error: claims/chen2022.md: verify results: no record of claim B2 "
+        "with key 'attained'"
+    )
+    assert capsys.readouterr().err.strip().splitlines() == [said, said]
+    assert not out.exists()
+
+
+def test_a_record_its_claims_description_does_not_list_follows_the_listed_ones(results):
+    path = results / "verify.json"
+    data = json.loads(path.read_text())
+    first = next(r for r in data["records"] if r["claim"] == "B1")
+    data["records"].insert(0, first | {"key": "unlisted", "statement": "a record no description lists"})
+    path.write_text(json.dumps(data))
+    page = render_all(results, SWEEPS)["claims/chen2022.md"]
+    assert "| [B1](#b1) | Theorem 4.1: the orbit identity | 4 |" in page
+    assert "| 4 | premise | a record no description lists | " in page
+
+
 def test_unknown_replication_target_is_refused(results, capsys):
     payload = _table1_payload()
     payload["config"]["target"] = "table99"

@@ -206,6 +206,68 @@ def test_a_plugin_renders_on_its_own_page_never_on_the_labs(install_plugin, tmp_
     assert "--plugins needs an --out DIR other than docs" in _stderr_line(capsys)
 
 
+DESCRIBED = (
+    GOOD
+    + """
+from pathlib import Path
+
+from lab.core.descriptions import load_claims, load_paper
+
+DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))
+PAPER = load_paper(Path(__file__).with_name("paper.toml"))
+"""
+)
+CLAIMS_FILE = """paper = "{paper}"
+
+[{claim}]
+title = "Balanced dispatch"
+reference = "eq. (4)"
+statement = "The loss is 1."
+premise = "Balanced inputs."
+controls = "A crowded expert."
+"""
+PAPER_FILE = """key = "fedus2022"
+short = "Fedus et al. 2022"
+cite = "Fedus, Zoph and Shazeer (2022)"
+title = "Switch Transformers"
+scope = "The auxiliary loss."
+"""
+
+
+def test_a_plugin_describing_its_paper_renders_on_that_papers_page(install_plugin, tmp_path):
+    from pathlib import Path
+
+    from lab.docs.render import render_all
+
+    root = Path(__file__).resolve().parents[2]
+    folders = (root / "results", root / "sweeps")
+    alone = render_all(*folders)
+    module = install_plugin("good-plugin", DESCRIBED)
+    (tmp_path / f"{module}.toml").write_text(CLAIMS_FILE.format(paper="fedus2022", claim="S1"))
+    (tmp_path / "paper.toml").write_text(PAPER_FILE)
+    assert render_all(*folders) == alone
+    pages = render_all(*folders, plugins=True)
+    assert {k: v for k, v in pages.items() if k in alone} == alone
+    assert "claims/good-plugin.md" not in pages
+    page = pages["claims/fedus2022.md"]
+    assert page.startswith(alone["claims/shazeer2017.md"].split("\n")[0])
+    assert "# Claims: Fedus et al. 2022" in page and "*Switch Transformers*. The auxiliary loss." in page
+    assert "## S1: Balanced dispatch" in page and "- **Statement:** The loss is 1." in page
+    assert "`good.check`" in page and "No records for S1 in `results/verify.json`" in page
+
+
+def test_a_description_of_another_packages_claim_is_refused_naming_both(install_plugin, tmp_path):
+    module = install_plugin("intruder", DESCRIBED)
+    (tmp_path / f"{module}.toml").write_text(CLAIMS_FILE.format(paper="fedus2022", claim="C1"))
+    (tmp_path / "paper.toml").write_text(PAPER_FILE)
+    with pytest.raises(registry.Refusal) as refused:
+        registry.checks(["C1"])
+    assert str(refused.value) == (
+        f"two claims are named 'C1': checks.shazeer2017.noisy_topk (package moe-lab) and {module} "
+        "(package intruder)"
+    )
+
+
 def test_a_command_of_the_labs_name_is_refused_only_where_every_command_is_needed(install_plugin):
     source = "from lab.core.registry import register_command\n\n\n@register_command('verify', 'x')\n"
     module = install_plugin("shadow", source + "def configure(parser):\n    return None\n")

@@ -1,0 +1,127 @@
+"""Claims and papers described as data: TOML files beside the checks, declared with them.
+
+A check module keeps what its claims say in a TOML file of its own name (`error_floor.py`,
+`error_floor.toml`): a top-level `paper = "<key>"`, then one table per claim id with `title`,
+`reference` (where the paper says it), `statement`, `premise`, `controls` (the negative controls),
+optionally `also` (links) and `records` (the keys of the claim's records, in the order its verdict
+table shows them). A paper's package keeps its description in `paper.toml`: `key`, `short`, `cite`,
+`title`, `scope`, and optionally `[[substrate]]` tables (`id`, `object`, `tests`) for objects the unit
+tests cover instead of a claim. The module declares them as it declares its checks,
+
+    DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))
+    PAPER = load_paper(Path(__file__).with_name("paper.toml"))
+
+and the registry collects them from the `moe_lab.plugins` entry points (kinds "claim" and "paper"). A
+description is part of its claim: a package describes only claims it checks (or none checks).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.core.errors import InputError
+from lab.core.registry import Declaration
+
+
+class DescriptionError(InputError):
+    """A description file is missing, not TOML, or a field is missing, unknown or of the wrong type."""
+
+
+@dataclass(frozen=True)
+class Substrate:
+    """An object of a paper that unit tests cover rather than a claim of its own."""
+
+    id: str
+    object: str
+    tests: str
+
+
+@dataclass(frozen=True)
+class Paper(Declaration):
+    """A paper: `name` is its key (the page `docs/claims/<key>.md`)."""
+
+    name: str
+    short: str
+    cite: str
+    title: str
+    scope: str
+    substrate: tuple[Substrate, ...] = ()
+    kind = "paper"
+
+
+@dataclass(frozen=True)
+class Claim(Declaration):
+    """What a claim says, where its paper says it, and how the lab tests it: `name` is its id."""
+
+    name: str
+    paper: str
+    title: str
+    reference: str
+    statement: str
+    premise: str
+    controls: str
+    also: str = ""
+    records: tuple[str, ...] = ()
+    kind = "claim"
+
+    @property
+    def claims(self) -> tuple[str, ...]:
+        """The claim it describes, for the registry's rule that one package owns a claim."""
+        return (self.name,)
+
+
+CLAIM_FIELDS = {"title", "reference", "statement", "premise", "controls"}
+PAPER_FIELDS = {"key", "short", "cite", "title", "scope"}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DescriptionError(f"{path}: cannot be read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DescriptionError(f"{path}: not valid TOML ({exc})") from None
+
+
+def _fields(path: Path, where: str, table: Any, required: set[str], optional: dict[str, type]) -> None:
+    """Refuse a table that misses a required text field, has an unknown one, or one of the wrong type."""
+    if not isinstance(table, dict):
+        raise DescriptionError(f"{path}: {where} must be a table")
+    missing = sorted(required - set(table))
+    unknown = sorted(set(table) - required - set(optional))
+    if missing or unknown:
+        problem = f"missing {missing}" if missing else f"unknown {unknown}"
+        raise DescriptionError(f"{path}: {where}: fields {problem}")
+    for name, value in table.items():
+        kind = optional.get(name, str)
+        if not isinstance(value, kind):
+            raise DescriptionError(f"{path}: {where}: field {name!r} must be {kind.__name__}")
+
+
+def load_claims(path: Path) -> tuple[Claim, ...]:
+    """The claims described in `path`, in the file's order."""
+    data = _read(path)
+    paper = data.pop("paper", None)
+    if not isinstance(paper, str):
+        raise DescriptionError(f'{path}: needs a top-level paper = "<key>" before its claims')
+    claims = []
+    for claim_id, table in data.items():
+        _fields(path, f"claim {claim_id}", table, CLAIM_FIELDS, {"also": str, "records": list})
+        records = tuple(table.pop("records", ()))
+        if not all(isinstance(key, str) for key in records):
+            raise DescriptionError(f"{path}: claim {claim_id}: field 'records' must list record keys")
+        claims.append(Claim(claim_id, paper, **table, records=records))
+    return tuple(claims)
+
+
+def load_paper(path: Path) -> Paper:
+    """The paper described in `path`."""
+    data = _read(path)
+    _fields(path, "the paper", data, PAPER_FIELDS, {"substrate": list})
+    rows = data.pop("substrate", [])
+    for i, row in enumerate(rows):
+        _fields(path, f"substrate {i}", row, {"id", "object", "tests"}, {})
+    return Paper(data.pop("key"), **data, substrate=tuple(Substrate(**row) for row in rows))

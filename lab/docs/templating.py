@@ -1,0 +1,50 @@
+"""Pages from Jinja2 templates (`lab/docs/templates/`): undefined names are errors, the formatting helpers
+of `lab.docs.markdown` are filters, and a template names a verify record by claim and key.
+
+`record(claim, key)` is the record of `claim` with `key` in the verify results; when there is none the
+render stops with one line naming the page, the claim and the key (a `ResultsError`, exit status 2).
+`others(claim, keys)` are the claim's records whose keys are not among `keys`: a template that shows
+records beyond those it names says so with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+
+from lab.docs import markdown
+from lab.docs.results import Results, ResultsError, record_by_key
+
+ENVIRONMENT = jinja2.Environment(
+    loader=jinja2.PackageLoader("lab.docs", "templates"),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+    autoescape=False,  # Markdown, not HTML
+)
+ENVIRONMENT.filters.update(
+    num=markdown.num,
+    interval=markdown.interval,
+    code=markdown.code,
+    anchor=markdown.anchor,
+    row=markdown.row,  # one line of a table: `{{ [a, b, c] | row }}`
+)
+ENVIRONMENT.globals["generated"] = markdown.GENERATED
+
+
+def render(template: str, page: str, results: Results, **context: Any) -> str:
+    """The page `page` (its path under docs/) from `template`, with the verify records of `results`."""
+
+    def record(claim: str, key: str) -> dict[str, Any]:
+        try:
+            return record_by_key(results, claim, key)
+        except ResultsError as exc:
+            raise ResultsError(f"{page}: {exc}") from None
+
+    def others(claim: str, keys: list[str]) -> list[dict[str, Any]]:
+        return [r for r in results.records if r["claim"] == claim and r.get("key") not in keys]
+
+    variables = {"page": page, "results": results, "record": record, "others": others}
+    return ENVIRONMENT.get_template(template).render(**variables, **context)

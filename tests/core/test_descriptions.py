@@ -1,0 +1,53 @@
+"""Claims and papers as data: the lab's files load, every claim the lab checks is described, and a damaged
+file is refused in one line naming it and the claim."""
+
+import pytest
+
+from lab.core import registry
+from lab.core.descriptions import DescriptionError, load_claims, load_paper
+
+CLAIM = 'paper = "p"\n\n[X1]\ntitle = "t"\nreference = "r"\nstatement = "s"\npremise = "p"\ncontrols = "c"\n'
+
+
+def test_every_claim_the_lab_checks_is_described_on_a_paper_the_lab_describes():
+    papers, claims = registry.declared("paper"), registry.declared("claim")
+    own = {c for check in registry.checks() if registry.is_own(check) for c in check.claims}
+    assert own <= set(claims)
+    assert {claims[c].paper for c in own} <= set(papers)
+
+
+def test_a_claims_file_loads_in_order_with_its_optional_fields(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(
+        CLAIM + 'also = "a"\nrecords = ["k1", "k2"]\n\n' + CLAIM.split("\n\n", 1)[1].replace("X1", "X2")
+    )
+    first, second = load_claims(path)
+    assert (first.name, first.paper, first.also, first.records) == ("X1", "p", "a", ("k1", "k2"))
+    assert (second.name, second.also, second.records, second.claims) == ("X2", "", (), ("X2",))
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        (CLAIM.replace('paper = "p"\n', ""), 'needs a top-level paper = "<key>"'),
+        (CLAIM.replace('premise = "p"\n', ""), "claim X1: fields missing ['premise']"),
+        (CLAIM + 'proof = "x"\n', "claim X1: fields unknown ['proof']"),
+        (CLAIM + "records = [1]\n", "claim X1: field 'records' must list record keys"),
+        (CLAIM.replace('title = "t"', "title = 3"), "claim X1: field 'title' must be str"),
+        ("[X1\n", "not valid TOML"),
+    ],
+)
+def test_a_damaged_claims_file_is_one_line_naming_it(tmp_path, text, says):
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(DescriptionError) as refused:
+        load_claims(path)
+    assert str(refused.value).startswith(f"{path}: ") and says in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_paper_without_its_scope_is_refused(tmp_path):
+    path = tmp_path / "paper.toml"
+    path.write_text('key = "p"\nshort = "s"\ncite = "c"\ntitle = "t"\n')
+    with pytest.raises(DescriptionError, match="the paper: fields missing \\['scope'\\]"):
+        load_paper(path)
