@@ -43,3 +43,24 @@ def test_bad_sizes_are_refused_naming_them():
         balanced_logits(np.random.default_rng(0), 1, 1, 1.0)
     with pytest.raises(ValueError, match="logits must be"):
         router_probabilities(np.zeros(3))
+
+
+def test_its_claim_renders_on_its_papers_page(tmp_path):
+    import json
+
+    from lab.cli.main import main
+
+    results, sweeps, out = tmp_path / "results", tmp_path / "sweeps", tmp_path / "docs"
+    results.mkdir()
+    sweeps.mkdir()
+    assert main(["verify", "--only", "SW1", "--quiet", "--json", str(results / "verify.json")]) == 0
+    assert (
+        main(["docs", "--plugins", "--results", str(results), "--sweeps", str(sweeps), "--out", str(out)])
+        == 0
+    )
+    page = (out / "claims" / "fedus2022.md").read_text()
+    assert (
+        "# Claims: Fedus et al. 2022" in page and "## SW1: The auxiliary loss under balanced dispatch" in page
+    )
+    assert "Latest verdicts (1 pass, 1 detected):" in page
+    assert json.loads((results / "verify.json").read_text())["records"][0]["key"] == "balanced"
