@@ -21,6 +21,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,24 +96,27 @@ def held(configs: list[dict], out: str | Path, keep_stale: bool = False) -> dict
     return found
 
 
-def missing(configs: list[dict], out: str | Path, keep_stale: bool = False) -> list[dict]:
-    """The configs of `configs` that `train` would train: `out` does not hold them (`held`)."""
-    have = held(configs, out, keep_stale)
-    return [config for config in configs if run_key(config) not in have]
-
-
 def train(
-    configs: list[dict], out: str | Path, jobs: int = 1, keep_stale: bool = False, quiet: bool = True
-) -> int:
-    """Train the runs of `configs` that `out` does not hold (`missing`) through the sweep runner, into
-    the run store; returns how many. `jobs` 1 trains in this process on every core, more on a local
-    Dask cluster of `jobs` workers sharing the cores (a run's numbers do not depend on its threads).
-    A stale run is named before it is trained again; a run that fails is a RuntimeError naming it."""
+    configs: list[dict],
+    out: str | Path,
+    jobs: int = 1,
+    keep_stale: bool = False,
+    quiet: bool = True,
+    prepare: Callable[[list[dict]], object] = lambda todo: None,
+) -> dict[str, dict]:
+    """The records of `configs` by run key: those `out` holds (`held`), and the others trained now
+    through the sweep runner into the run store. `prepare(configs to train)` runs first (the CLI
+    compiles their kernels in a child process there). `jobs` 1 trains in this process on every
+    core, more on a local Dask cluster of `jobs` workers sharing the cores (a run's numbers do not
+    depend on its threads). A stale run is named before it is trained again; a run that fails is a
+    RuntimeError naming it."""
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
-    todo = missing(configs, out, keep_stale)
+    found = held(configs, out, keep_stale)
+    todo = [config for config in configs if run_key(config) not in found]
+    prepare(todo)
     if not todo:
-        return 0
+        return found
     stale = len(stored_rows(todo, out))  # a run held by no summary and stored from other code
     if stale:
         print(
@@ -141,7 +145,7 @@ def train(
         print(failed.error, file=sys.stderr)
         last = (failed.error.strip().splitlines() or ["no error text"])[-1]
         raise RuntimeError(f"{done.failed} run(s) failed, the first {run_key(failed.params)}: {last}")
-    return done.done
+    return found | {key: store_record(row) for key, row in stored_rows(todo, out).items()}
 
 
 def _describe(task: SweepTask, outcome: dict) -> str:
@@ -151,7 +155,7 @@ def _describe(task: SweepTask, outcome: dict) -> str:
     if outcome["status"] != "done":
         return f"{what}: failed"
     record = json.loads(outcome["result"])
-    return f"{what}: {accuracy_text(record)} ({record['seconds']:.1f} s)"
+    return f"{what}: {accuracy_text(record)} in {record['seconds']:.1f} s"
 
 
 # ------------------------------------------------------------------------------------ committed summaries
@@ -233,8 +237,7 @@ def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
     """Expand the target, train the runs `--out` does not hold (`train`), read them all; returns
     (configs, records)."""
     configs = target_configs(target, args)
-    train(configs, args.out, getattr(args, "jobs", 1), args.keep_stale, args.quiet)
-    found = held(configs, args.out, args.keep_stale)
+    found = train(configs, args.out, getattr(args, "jobs", 1), args.keep_stale, args.quiet)
     return configs, [found[run_key(config)] for config in configs]
 
 

@@ -95,10 +95,13 @@ def run_replicate(args: argparse.Namespace) -> int:
         found = recertify(configs, out, args.recertify, progress, compile_in_child)
         print(found.line(chen.run_code()))
         return 1 if found.differ else 0
-    training = chen.missing(configs, args.out, args.keep_stale)
-    if training or not TARGETS.keys() >= set(args.targets):
-        compile_in_child(training)  # a re-render from stored runs computes nothing
-    chen.train(configs, args.out, args.jobs, args.keep_stale, args.quiet)  # every target's runs at once
+    chen_only = TARGETS.keys() >= set(args.targets)
+
+    def prepare(training: list[dict]) -> None:
+        if training or not chen_only:  # a re-render from stored runs computes nothing
+            compile_in_child(training)
+
+    chen.train(configs, args.out, args.jobs, args.keep_stale, args.quiet, prepare)  # every target's runs
     status = max(targets[t].run(args) for t in args.targets)
     if stopwatch is not None:
         write_timing(args.timing, stopwatch, args, configs)

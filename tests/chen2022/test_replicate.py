@@ -224,11 +224,15 @@ def test_a_damaged_run_store_is_named_in_one_line_and_left_untouched(tiny, repli
     assert "\n" not in str(info.value) and path.read_bytes() == text
 
 
-def test_asking_what_would_train_reads_only(tmp_path, capsys):
-    """`missing` (also the CLI's "will it train?") creates no store and prints nothing."""
+def test_asking_what_is_held_reads_only_and_train_prepares_what_it_trains(tiny, tmp_path, capsys):
+    """`held` creates no store and prints nothing; `train` hands `prepare` the runs it will train."""
     configs = R.expand("table1", [1], 1, 0, "paper", "quick")
-    assert R.missing(configs, tmp_path) == configs and R.held(configs, tmp_path) == {}
+    assert R.held(configs, tmp_path) == {}
     assert capsys.readouterr().err == "" and list(tmp_path.iterdir()) == []
+    asked = []
+    records = R.train(configs, tmp_path, prepare=asked.append)
+    assert asked == [configs] and sorted(records) == sorted(R.run_key(c) for c in configs)
+    assert R.train(configs, tmp_path, prepare=asked.append) == records and asked[1] == []
 
 
 def test_without_matplotlib_reports_are_written_and_figures_skipped(
