@@ -2,7 +2,8 @@
 
 `--check` renders in memory and exits 1, naming each page that differs from the committed one,
 when docs/ is out of date; 0 when it is current. A missing or damaged results file is one line
-naming it, exit status 2.
+naming it, exit status 2; so is a record a template names by claim and key that the results lack
+(the line names the page, the claim and the key).
 """
 
 from __future__ import annotations

@@ -99,6 +99,7 @@ def check_choices(claim_id: str, records: list[dict[str, Any]]) -> list[tuple[st
     return rows
 
 
+# the claims templates' own helpers (claim.md.j2 and the pages that include it)
 ENVIRONMENT.filters.update(outcomes=outcome_summary, notes=notes)
 ENVIRONMENT.globals.update(choices=check_choices, verify_command=VERIFY_COMMAND)
 
