@@ -51,3 +51,17 @@ def test_a_paper_without_its_scope_is_refused(tmp_path):
     path.write_text('key = "p"\nshort = "s"\ncite = "c"\ntitle = "t"\n')
     with pytest.raises(DescriptionError, match="the paper: fields missing \\['scope'\\]"):
         load_paper(path)
+
+
+def test_each_description_lists_the_keys_of_its_claims_committed_records():
+    """At the committed tier a claim's verdict table is in its description's order, every record listed."""
+    import json
+    from pathlib import Path
+
+    verify = Path(__file__).resolve().parents[2] / "results" / "verify.json"
+    committed: dict[str, list[str]] = {}
+    for record in json.loads(verify.read_text())["records"]:
+        committed.setdefault(record["claim"], []).append(record["key"])
+    for claim, about in registry.declared("claim").items():
+        if registry.is_own(about):
+            assert list(about.records) == committed.get(claim, []), claim
