@@ -41,7 +41,7 @@ from lab.core.provenance import versions
 from lab.core.registry import Replication
 from lab.sweeps.keys import task_key
 from lab.sweeps.store import StoredTask, SweepStore
-from lab.sweeps.sweep import SweepTask, run_tasks
+from lab.sweeps.sweep import SweepTask, dask_available, run_tasks
 from lab.sweeps.tasks import register_task
 
 # the per-step series a summary keeps of a single CNN's history: the findings read its last training loss
@@ -107,9 +107,9 @@ def train(
     """The records of `configs` by run key: those `out` holds (`held`), and the others trained now
     through the sweep runner into the run store. `prepare(configs to train)` runs first (the CLI
     compiles their kernels in a child process there). `jobs` 1 trains in this process on every
-    core, more on a local Dask cluster of `jobs` workers sharing the cores (a run's numbers do not
-    depend on its threads). A stale run is named before it is trained again; a run that fails is a
-    RuntimeError naming it."""
+    core, more on a local Dask cluster of `jobs` workers sharing the cores, or in this process when
+    Dask is not installed (a run's numbers do not depend on its threads). A stale run is named
+    before it is trained again; a run that fails is a RuntimeError naming it."""
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     found = held(configs, out, keep_stale)
@@ -126,17 +126,17 @@ def train(
         )
     import numba
 
-    workers = min(jobs, len(todo))
+    parallel = jobs > 1 and len(todo) > 1 and dask_available(quiet)  # else in-process, on every core
     done = run_tasks(
         TASK,
         [sweep_task(config) for config in todo],
         store_path(out),
-        sequential=workers == 1,
-        workers=workers,
+        sequential=not parallel,
+        workers=min(jobs, len(todo)),
         retry_failed=True,
         keep_stale=keep_stale,
         quiet=quiet,
-        threads=max(1, numba.config.NUMBA_NUM_THREADS // jobs),  # each worker's share of the cores
+        threads=max(1, numba.config.NUMBA_NUM_THREADS // (jobs if parallel else 1)),
         describe=_describe,
     )
     if done.failed:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import pytest
@@ -329,3 +330,12 @@ def test_recertify_re_stamps_stale_runs_only_when_the_sampled_reruns_are_identic
     monkeypatch.setattr(R, "run_one", lambda config, progress=False: pytest.fail("trained"))
     assert R.run_target("table1", args) == 0
     assert recertify(configs, tmp_path, sample=2).stale == 0
+
+
+def test_without_dask_jobs_train_in_this_process(tiny, tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "dask_available", lambda quiet=False: False)
+    configs = R.expand("table1", [1], 1, 0, "paper", "quick")
+    assert len(R.train(configs, tmp_path, jobs=2)) == len(configs)
+    assert {row.worker.split(":")[1] for row in R.stored_rows(configs, tmp_path).values()} == {
+        str(os.getpid())
+    }
