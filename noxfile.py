@@ -17,9 +17,11 @@ def _install(session: nox.Session, extras: str = "test") -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The CI tier: every test not marked slow (checks under the `ci` Hypothesis profile, benchmarks once)."""
+    """The CI tier: every test not marked slow (checks under the `ci` Hypothesis profile, benchmarks once),
+    one pytest-xdist worker per logical core, a test file's tests on one worker (its fixtures run once)."""
     _install(session, "test,dask")
-    session.run("pytest", "--benchmark-disable", "-m", "not slow", *session.posargs)
+    workers = ["--numprocesses", "logical", "--dist", "loadfile"]
+    session.run("pytest", "--benchmark-disable", "-m", "not slow", *workers, *session.posargs)
 
 
 @nox.session(default=False)
