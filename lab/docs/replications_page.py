@@ -235,8 +235,8 @@ def replications_page(results: Results) -> str:
         "file says otherwise; `--dtype float32` runs them in single precision, as the authors' code "
         "does.\n\n"
         "The paper's protocol is the `full` tier (the training and test sizes of App. A.2) with "
-        f"{PAPER_SEEDS} seeds per cell. Runs resume: each finished run is kept under "
-        "`results/replicate/runs/` (git-ignored), so raising `--seeds` later only computes the missing "
+        f"{PAPER_SEEDS} seeds per cell. Runs resume: each finished run is kept in the run store "
+        "`results/replicate/runs.sqlite` (git-ignored), so raising `--seeds` later only computes the missing "
         "seeds; the committed summaries hold every run the pages read."
     )
     status = table(

@@ -4,7 +4,7 @@ Layout of the results folder (default `results/`):
 
 - `verify.json`: the output of `python -m lab verify --seed 0 --json results/verify.json` (required);
 - `replicate/*.json`: one file per replication run of `python -m lab replicate TARGET --json ...`
-  (optional; `replicate/runs/`, `*.md` and `*.png` beside them are not read);
+  (optional; the run store `replicate/runs.sqlite`, `*.md` and `*.png` beside them are not read);
 - `bench/*.json`: benchmark summaries written by `python -m lab bench-report --summary ...` (optional);
 - `timing/*.json`: timings of `python -m lab replicate ... --timing PATH` invocations (optional);
 - `mutation/summary.json` and `mutation/mutants.json`: the mutation score of the checks and tests per
