@@ -15,7 +15,7 @@ from scipy import stats
 
 from checks.makkuva2020.assumptions import ASSUMPTIONS, EPS_REC, LEVEL, REG, SGD_LR, one_blas_thread
 from checks.makkuva2020.rates import rate_record, run_instances
-from lab.core.descriptions import load_claims
+from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, report_record, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson, normal_mean
@@ -40,6 +40,7 @@ from lab.makkuva2020.losses import (
 )
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
+FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
 
 GD_STEPS = 1000
 # Reps of the regressor-along-w* control at the largest n. Its gap is about -0.29 with a per-rep sd of

@@ -13,6 +13,13 @@ tests cover instead of a claim. The module declares them as it declares its chec
 
 and the registry collects them from the `moe_lab.plugins` entry points (kinds "claim" and "paper"). A
 description is part of its claim: a package describes only claims it checks (or none checks).
+
+A check module's findings (where the lab and the paper part ways) sit beside it too, in
+`<module>.findings.toml`: a top-level `paper`, then one table per finding, named by its anchor, with
+`title`, `evidence` (a list of `[grade, what it rests on]`, each grade one of `GRADES`), `text` (Markdown,
+a Jinja2 fragment; lines of a paragraph are joined) and the lists `records` (`"<claim>/<key>"`, the verify
+records the text names), `sources` (the other files under results/ it reads) and `choices` (the lab's
+choices it depends on). Declared as `FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))`.
 """
 
 from __future__ import annotations
@@ -73,6 +80,25 @@ class Claim(Declaration):
         return (self.name,)
 
 
+GRADES = ("proven", "measured", "conditional", "numerical note")
+
+
+@dataclass(frozen=True)
+class Finding(Declaration):
+    """A finding on a paper: `name` is its anchor; `evidence` and `text` are Jinja2 fragments."""
+
+    name: str
+    paper: str
+    title: str
+    evidence: tuple[tuple[str, str], ...]
+    text: str
+    records: tuple[tuple[str, str], ...] = ()
+    sources: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    path: str = ""
+    kind = "finding"
+
+
 CLAIM_FIELDS = {"title", "reference", "statement", "premise", "controls"}
 PAPER_FIELDS = {"key", "short", "cite", "title", "scope"}
 
@@ -125,3 +151,51 @@ def load_paper(path: Path) -> Paper:
     for i, row in enumerate(rows):
         _fields(path, f"substrate {i}", row, {"id", "object", "tests"}, {})
     return Paper(data.pop("key"), **data, substrate=tuple(Substrate(**row) for row in rows))
+
+
+def _strings(path: Path, where: str, name: str, values: list) -> tuple[str, ...]:
+    if not all(isinstance(value, str) for value in values):
+        raise DescriptionError(f"{path}: {where}: field {name!r} must list strings")
+    return tuple(values)
+
+
+def _evidence(path: Path, where: str, parts: list) -> tuple[tuple[str, str], ...]:
+    pairs = [
+        tuple(p) for p in parts if isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+    ]
+    if not parts or len(pairs) != len(parts):
+        raise DescriptionError(f"{path}: {where}: field 'evidence' must list [grade, what it rests on] pairs")
+    for grade, _ in pairs:
+        if grade not in GRADES:
+            raise DescriptionError(f"{path}: {where}: evidence grade must be one of {GRADES}, got {grade!r}")
+    return tuple(pairs)
+
+
+def load_findings(path: Path) -> tuple[Finding, ...]:
+    """The findings described in `path`, in the file's order."""
+    data = _read(path)
+    paper = data.pop("paper", None)
+    if not isinstance(paper, str):
+        raise DescriptionError(f'{path}: needs a top-level paper = "<key>" before its findings')
+    found = []
+    lists = {"evidence": list, "records": list, "sources": list, "choices": list}
+    for name, table in data.items():
+        where = f"finding {name}"
+        _fields(path, where, table, {"title", "evidence", "text"}, lists)
+        records = _strings(path, where, "records", table.get("records", []))
+        if not all(record.count("/") == 1 for record in records):
+            raise DescriptionError(f"{path}: {where}: field 'records' must list \"<claim>/<key>\" names")
+        found.append(
+            Finding(
+                name,
+                paper,
+                table["title"],
+                _evidence(path, where, table["evidence"]),
+                table["text"],
+                tuple(tuple(record.split("/")) for record in records),
+                _strings(path, where, "sources", table.get("sources", [])),
+                _strings(path, where, "choices", table.get("choices", [])),
+                str(path),
+            )
+        )
+    return tuple(found)

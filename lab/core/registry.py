@@ -170,7 +170,8 @@ def register_replication(name: str, help: str) -> Callable:
     return lambda run: declare(Replication(name, help, run))(run)
 
 
-KINDS = ("check", "command", "replication", "task", "claim", "paper")  # claims, papers: lab.core.descriptions
+# claims, papers and findings: lab.core.descriptions
+KINDS = ("check", "command", "replication", "task", "claim", "paper", "finding")
 LIGHT_PLUGINS = ("cli", "sweeps")  # searched first by `find`: commands and sweep-task declarations
 
 

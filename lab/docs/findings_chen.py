@@ -426,15 +426,15 @@ def router_sum(results: Results) -> str:
     return "\n\n".join(text)
 
 
-FINDINGS = (
-    routing_constant,
-    exploration,
-    error_floor,
-    single_cnns,
-    theorem_4_2,
-    proof_chain,
-    proof_steps,
-    router_sum,
-    tables_1_3,
-    tables_10_11,
-)
+FINDINGS = {  # by anchor
+    "routing-constant": routing_constant,
+    "exploration": exploration,
+    "error-floor": error_floor,
+    "single-cnns": single_cnns,
+    "theorem-4-2": theorem_4_2,
+    "proof-chain": proof_chain,
+    "proof-lemmas": proof_steps,
+    "router-sum": router_sum,
+    "tables-1-3": tables_1_3,
+    "tables-10-11": tables_10_11,
+}

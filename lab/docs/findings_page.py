@@ -1,4 +1,5 @@
-"""docs/findings.md: where the lab and the papers disagree, with every number read from results/."""
+"""docs/findings.md: where the lab and the papers disagree, with every number read from results/; the
+findings not yet moved to files beside their checks are written here."""
 
 from __future__ import annotations
 
@@ -6,58 +7,13 @@ import math
 
 from lab.docs.evidence import extra, full_tier, measured, missing, record, record_rows, verify_missing
 from lab.docs.findings_chen import FINDINGS as CHEN_FINDINGS
+from lab.docs.findings_data import registered, render_finding
 from lab.docs.findings_kernels import performance
-from lab.docs.markdown import anchor, evidence, finding, interval, num, page
+from lab.docs.markdown import evidence, finding, interval, num
 from lab.docs.replications_page import MAKKUVA_TARGET, command
-from lab.docs.results import Results
+from lab.docs.results import Results, ResultsError
+from lab.docs.templating import render
 from lab.makkuva2020 import fig1
-
-INTRO = """\
-A finding is a place where the lab and a paper part ways: a bound that holds with room to spare, a
-constant that can be sharpened, or a claim that does not reproduce. Each one below says what the lab
-measured and links to the claim it belongs to. Every number is rendered from `results/verify.json`
-(the committed `verify` run) or from `results/replicate/`; where the committed results do not hold
-the measurement yet, the finding is stated without numbers, with the command that measures it.
-
-Each finding opens with its evidence: **proven** (and where the proof lives), **measured** (the sizes,
-the number of instances and the interval), **conditional** (on a value the lab chose where the paper
-is silent, and what a study over that value says, or that none was run) or **numerical note** (a
-floating-point effect, not a property of the mathematics). In the record tables, `measured` is the
-number a check computes (its claim page says what it counts), `bound` the value it is held against
-and `slack` = bound ÷ measured, the room an upper bound leaves. Premise records that carry a finding
-mark show the outcome `finding` in the claims pages: the paper's statement is checked as written,
-fails, and the lab expects it to fail."""
-
-
-def makkuva(results: Results) -> str:
-    return "\n\n".join(
-        [
-            anchor("makkuva"),
-            "## Makkuva et al. 2020",
-            "Three statements, checked as written, do not hold (claims [D3](claims/makkuva2020.md#d3), "
-            "[D4](claims/makkuva2020.md#d4) and [D6](claims/makkuva2020.md#d6)); a fourth, on the sample "
-            "loss ([D2](claims/makkuva2020.md#d2)), is a matter of scope: Theorem 2 does not claim what the "
-            "sample loss lacks. Notation of Sec. 3–4: π_m = E[p_m*(x)] is expert m's average gate weight; μ, "
-            "λ and δ weight the three regularising terms of eq. (6) (δ the ridge δ/2‖A‖²); E_reg = 1 − "
-            "max over permutations of min_i |⟨a_i, a*_π(i)⟩| (rows of unit norm) and E_gating the same for "
-            "the gating rows (Sec. 4).",
-            *_makkuva_details(results),
-        ]
-    )
-
-
-def _makkuva_details(results: Results) -> list[str]:
-    return [
-        _gru(results),
-        _sample_loss(results),
-        _regularisers(results),
-        _contraction(results),
-        _conventions(results),
-        _em(results),
-        _eq7_assumptions(results),
-        _q4_constant(results),
-        _rates(results),
-    ]
 
 
 def _gru(results: Results) -> str:
@@ -338,31 +294,6 @@ def _eq7_assumptions(results: Results) -> str:
     return finding("makkuva-eq7-assumptions", title, grade, text)
 
 
-def _q4_constant(results: Results) -> str:
-    q4 = record(results, "D1", contains="Q4")
-    q4_mix = record(results, "D1", "negative-control", contains="Q4")
-    title = "Q4's constant term"
-    grade = evidence(
-        (
-            "proven",
-            "the constant multiplies E[t1] and E[t2], which vanish for Gaussian x; under a mixture the "
-            "shift is the constant times `transform_means` (docstrings of `lab/makkuva2020/losses.py`)",
-        ),
-        ("measured", "the Gaussian difference over the D1 sample sizes, 99 % t-interval"),
-    )
-    text = (
-        "The paper prints Q4's constant as 3 + 3σ⁴ − 6σ² (Sec. 3, g = Id); the Hermite form that makes "
-        "E[Q4(y)] = 0 is 3(1 + σ²)²."
-    )
-    if q4 is None or q4_mix is None:
-        return finding("makkuva-q4", title, grade, text, verify_missing("D1"))
-    text += (
-        f" For Gaussian inputs the choice changes nothing (difference {measured(q4)}); under the mixture it "
-        f"shifts L4 by exactly {num(q4_mix['measured'])}."
-    )
-    return finding("makkuva-q4", title, grade, text)
-
-
 def _rates(results: Results) -> str:
     grade = evidence(
         (
@@ -383,10 +314,8 @@ def _rates(results: Results) -> str:
     )
 
 
-def shazeer(results: Results) -> str:
-    gate = record(results, "C1", contains="numpy")
-    smallest = math.ulp(0.0)  # exp(x) rounds to 0 below log(smallest) − log(2)
-    top1 = finding(
+def _top1(results: Results) -> str:
+    return finding(
         "importance-top1",
         "The importance loss cannot balance a top-1 router",
         evidence(
@@ -400,13 +329,18 @@ def shazeer(results: Results) -> str:
         "zero gradient wherever it has one (everywhere but the ties): it cannot balance a Switch-style or "
         "Chen-style router.",
     )
+
+
+def _exactly_k(results: Results) -> str:
+    gate = record(results, "C1", contains="numpy")
+    smallest = math.ulp(0.0)  # exp(x) rounds to 0 below log(smallest) − log(2)
     support = (
         f"the support property: {extra(gate, 'examples_tried')} Hypothesis examples with ties and ±10⁶ "
         f"gaps, {num(gate['measured'])} counterexamples (a search, no interval)"
         if gate is not None
         else "the support property: the C1 check, not in the committed results yet"
     )
-    exactly_k = finding(
+    return finding(
         "exactly-k",
         '"Exactly k non-zeros": the support has k entries, the values can underflow',
         evidence(
@@ -422,17 +356,36 @@ def shazeer(results: Results) -> str:
         "non-zeros. In floating point a kept gate far enough below the row maximum underflows to 0 although "
         "it is kept. Shown by `pytest tests/shazeer2017/test_gating.py -k underflows`.",
     )
-    return "\n\n".join([anchor("shazeer"), "## Shazeer et al. 2017", top1, exactly_k])
+
+
+PYTHON_FINDINGS = {
+    **CHEN_FINDINGS,
+    "makkuva-eq4": _gru,
+    "makkuva-sample-l4": _sample_loss,
+    "makkuva-regularisers": _regularisers,
+    "makkuva-contraction": _contraction,
+    "makkuva-conventions": _conventions,
+    "makkuva-em": _em,
+    "makkuva-eq7-assumptions": _eq7_assumptions,
+    "makkuva-rates": _rates,
+    "importance-top1": _top1,
+    "exactly-k": _exactly_k,
+}
 
 
 def findings_page(results: Results) -> str:
-    """docs/findings.md."""
-    chen = "\n\n".join(f(results) for f in CHEN_FINDINGS)
-    return page(
-        "Findings",
-        INTRO,
-        "## Chen et al. 2022\n\n" + chen,
-        makkuva(results),
-        shazeer(results),
-        performance(results),
-    )
+    """docs/findings.md, from `templates/findings.md.j2`: each finding from its file beside its check (or
+    from the few functions above); every finding file of the lab must be on the page."""
+    page = "findings.md"
+    data, shown = registered(), set()
+
+    def show(name: str) -> str:
+        shown.add(name)
+        if name in data:
+            return render_finding(page, data[name], results)
+        return PYTHON_FINDINGS[name](results)
+
+    text = render("findings.md.j2", page, results, finding=show, kernels=performance(results))
+    if unshown := sorted(set(data) - shown):
+        raise ResultsError(f"{page}: findings.md.j2 does not show the findings {unshown}")
+    return text

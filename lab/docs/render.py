@@ -39,7 +39,6 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: b
     described = catalogues()
     pages = {
         "index.md": index_page(results),
-        "findings.md": findings_page(results),
         "replications.md": replications_page(results),
         "performance.md": performance_page(results),
         "sweeps.md": sweeps_page(Path(sweeps_folder)),
@@ -53,6 +52,7 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: b
             pages[f"claims/{key}.md"] = claims_page(paper, results, checks, catalogue)
         if package is not None and (text := plugin_page(package, results, checks, catalogue)):
             pages[f"claims/{package}.md"] = text
+    pages["findings.md"] = findings_page(results)  # after the claims pages, which name every record key
     return Pages(pages, results, results_folder)
 
 

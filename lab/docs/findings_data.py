@@ -1,0 +1,124 @@
+"""Findings as data (`lab.core.descriptions.Finding`, the `<module>.findings.toml` files beside the checks),
+rendered: a finding's evidence details and text are Jinja2 fragments with the templates' filters and these
+helpers, each naming what it reads explicitly:
+
+- `record(claim, key)`: the verify record of `claim` with `key`, which the finding lists in its `records`;
+  none in the results stops the render with one line naming the page, the claim and the key.
+- `extra(r, "a", "b")`: a value of a record's `extra` (one line naming claim, key and path when missing);
+  `extra_or_none(r, "a")` where a value may legitimately be absent (the template says what then).
+- `sweep(name)`, `replication(target, variant)`: the committed sweep report `results/sweeps/<name>.json`
+  and the full-tier replication of a target (`replicate/<target>` among its `sources`), or none when the
+  results do not hold it yet: the template says so, usually with `missing(command)`.
+- `record_table(records)`: the records as a table; `verify_missing(claims)`, `missing(command)`.
+
+A finding's text is Markdown: blocks are separated by blank lines, and the lines of a prose block are
+joined with spaces (tables, lists and code blocks keep theirs), so a file may wrap its sentences.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lab.core import registry
+from lab.core.descriptions import Finding
+from lab.docs.evidence import full_tier, measured, missing, record_rows, verify_missing
+from lab.docs.markdown import evidence, finding
+from lab.docs.results import Replication, Results, ResultsError, record_by_key
+from lab.docs.templating import ENVIRONMENT
+
+# the findings' own filter: `r | measured` is `measured (CI [a, b])`, or the measured value alone
+ENVIRONMENT.filters.update(measured=measured)
+KEEP_LINES = ("|", "```", "- ", "*")  # blocks whose line breaks are Markdown, not wrapping
+
+
+def reflow(text: str) -> str:
+    """Blocks separated by one blank line, empty ones dropped; a prose block's lines joined by spaces."""
+    blocks = [b.strip() for b in re.split(r"\n[ \t]*\n", text)]
+    joined = [
+        b if b.startswith(KEEP_LINES) else " ".join(line.strip() for line in b.split("\n"))
+        for b in blocks
+        if b
+    ]
+    return "\n\n".join(joined)
+
+
+def registered(package: str | None = None) -> dict[str, Finding]:
+    """The findings one package declares (the lab's own under None), by anchor, in registry order."""
+    found = registry.declared("finding")
+    registry.refuse("finding")
+    own = {name: f for name, f in found.items() if registry.is_own(f)}
+    if package is None:
+        return own
+    return {n: f for n, f in found.items() if n not in own and registry.origin(f).package == package}
+
+
+class _Reader:
+    """The helpers a finding reads its evidence with; each refuses what its file does not list."""
+
+    def __init__(self, page: str, item: Finding, results: Results):
+        self.page, self.item, self.results = page, item, results
+
+    def _unlisted(self, what: str) -> ResultsError:
+        return ResultsError(
+            f"{self.page}: finding {self.item.name} reads {what}, which {self.item.path} does not list"
+        )
+
+    def record(self, claim: str, key: str) -> dict[str, Any]:
+        if (claim, key) not in self.item.records:
+            raise self._unlisted(f"the record {claim}/{key}")
+        try:
+            return record_by_key(self.results, claim, key)
+        except ResultsError as exc:
+            raise ResultsError(f"{self.page}: {exc}") from None
+
+    def extra(self, r: dict[str, Any], *path: str) -> Any:
+        value = self.extra_or_none(r, *path)
+        if value is None:
+            where = ".".join(path)
+            raise ResultsError(
+                f"{self.page}: verify results: record {r['claim']}/{r.get('key')} has no extra {where}"
+            )
+        return value
+
+    @staticmethod
+    def extra_or_none(r: dict[str, Any], *path: str) -> Any:
+        value: Any = r.get("extra")
+        for key in path:
+            if not isinstance(value, dict) or key not in value:
+                return None
+            value = value[key]
+        return value
+
+    def sweep(self, name: str) -> dict[str, Any] | None:
+        if f"sweeps/{name}.json" not in self.item.sources:
+            raise self._unlisted(f"results/sweeps/{name}.json")
+        return self.results.sweeps.get(name)
+
+    def replication(self, target: str, variant: str = "paper") -> Replication | None:
+        if f"replicate/{target}" not in self.item.sources:
+            raise self._unlisted(f"the replication of {target}")
+        return full_tier(self.results, target, variant)
+
+    def context(self) -> dict[str, Any]:
+        return {
+            "record": self.record,
+            "extra": self.extra,
+            "extra_or_none": self.extra_or_none,
+            "sweep": self.sweep,
+            "replication": self.replication,
+            "record_table": record_rows,
+            "missing": missing,
+            "verify_missing": verify_missing,
+        }
+
+
+def render_finding(page: str, item: Finding, results: Results, **context: Any) -> str:
+    """One finding: anchor, `###` title, Evidence line (its details rendered), then its text."""
+    variables = _Reader(page, item, results).context() | context
+
+    def fragment(source: str) -> str:
+        return reflow(ENVIRONMENT.from_string(source).render(**variables))
+
+    grade = evidence(*((g, fragment(detail)) for g, detail in item.evidence))
+    return finding(item.name, item.title, grade, fragment(item.text))
