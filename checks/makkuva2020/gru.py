@@ -12,7 +12,7 @@ import numpy as np
 
 from checks.search import hypothesis_maximum
 from checks.strategies.makkuva import gru_cases
-from lab.core.descriptions import load_claims
+from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
 from lab.makkuva2020.gated_regression import (
@@ -23,6 +23,7 @@ from lab.makkuva2020.gated_regression import (
 )
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
+FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
 
 
 def _gap(case, gate: str, reset: str = "before") -> float:

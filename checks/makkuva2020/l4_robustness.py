@@ -12,7 +12,7 @@ import numpy as np
 
 from checks.makkuva2020.assumptions import ASSUMPTIONS, EPS_REC, REG, SGD_LR, one_blas_thread
 from checks.makkuva2020.rates import rate_record, run_instances
-from lab.core.descriptions import load_claims
+from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record
 from lab.core.registry import register
 from lab.makkuva2020.fit import init_params, regression_error, sgd_l4
@@ -20,6 +20,7 @@ from lab.makkuva2020.gated_regression import GatedRegression, GaussianInput, Gau
 from lab.makkuva2020.losses import output_transforms
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
+FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
 
 # Instances per tier, sized from seeds 0-19 (quick). The sphere recovered in 239 of 240 runs (one ended
 # at E_reg 0.066, seed 2): n = 12 tolerates one failure, n = 8 would have tolerated none. The mixture

@@ -9,7 +9,8 @@ helpers, each naming what it reads explicitly:
 - `sweep(name)`, `replication(target, variant)`: the committed sweep report `results/sweeps/<name>.json`
   and the full-tier replication of a target (`replicate/<target>` among its `sources`), or none when the
   results do not hold it yet: the template says so, usually with `missing(command)`.
-- `record_table(records)`: the records as a table; `verify_missing(claims)`, `missing(command)`.
+- `records(claim, keys)`: the records of `claim` with each of `keys`, in that order;
+  `record_table(records)`: records as a table; `verify_missing(claims)`, `missing(command)`.
 
 A finding's text is Markdown: blocks are separated by blank lines, and the lines of a prose block are
 joined with spaces (tables, lists and code blocks keep theirs), so a file may wrap its sentences.
@@ -17,8 +18,11 @@ joined with spaces (tables, lists and code blocks keep theirs), so a file may wr
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
+
+import jinja2
 
 from lab.core import registry
 from lab.core.descriptions import Finding
@@ -72,6 +76,9 @@ class _Reader:
         except ResultsError as exc:
             raise ResultsError(f"{self.page}: {exc}") from None
 
+    def records(self, claim: str, keys: list[str]) -> list[dict[str, Any]]:
+        return [self.record(claim, key) for key in keys]
+
     def extra(self, r: dict[str, Any], *path: str) -> Any:
         value = self.extra_or_none(r, *path)
         if value is None:
@@ -103,12 +110,14 @@ class _Reader:
     def context(self) -> dict[str, Any]:
         return {
             "record": self.record,
+            "records": self.records,
             "extra": self.extra,
             "extra_or_none": self.extra_or_none,
             "sweep": self.sweep,
             "replication": self.replication,
             "record_table": record_rows,
             "missing": missing,
+            "math": math,
             "verify_missing": verify_missing,
         }
 
@@ -118,7 +127,10 @@ def render_finding(page: str, item: Finding, results: Results, **context: Any) -
     variables = _Reader(page, item, results).context() | context
 
     def fragment(source: str) -> str:
-        return reflow(ENVIRONMENT.from_string(source).render(**variables))
+        try:
+            return reflow(ENVIRONMENT.from_string(source).render(**variables))
+        except jinja2.TemplateError as exc:
+            raise ResultsError(f"{page}: finding {item.name} ({item.path}): {exc}") from None
 
     grade = evidence(*((g, fragment(detail)) for g, detail in item.evidence))
     return finding(item.name, item.title, grade, fragment(item.text))

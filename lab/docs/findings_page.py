@@ -16,138 +16,6 @@ from lab.docs.templating import render
 from lab.makkuva2020 import fig1
 
 
-def _gru(results: Results) -> str:
-    before = record(results, "D6", contains="any weights")
-    after = record(results, "D6", contains="reset-after")
-    restricted = record(results, "D6", contains="exactly if")
-    bernoulli = record(results, "D6", contains="Bernoulli gates")
-    found = [before, after, restricted, bernoulli]
-    params = next((r["params"] for r in found if r is not None), {})
-    grade = evidence(
-        (
-            "proven",
-            "with binary r, coordinate i of r ⊙ (W_h h) is (W_h h)_i where r_i = 1 and 0 where r_i = 0, so "
-            "g(U_h x + r ⊙ (W_h h)) = (1 − r) ⊙ g(U_h x) + r ⊙ g(U_h x + W_h h) coordinate by coordinate",
-        ),
-        (
-            "measured",
-            f"the largest gap over {params.get('examples', '?')} Hypothesis examples per case, state sizes "
-            f"{params.get('sizes', '?')}, entries in {params.get('entries', '?')}, g = "
-            f"{params.get('act', '?')}: a maximum over a search, no interval",
-        ),
-    )
-    text = (
-        "Sec. 2 writes the GRU (Cho et al., 2014) with the reset before W_h, "
-        "h̃_t = g(U_h x_t + W_h (r_t ⊙ h_{t−1})), and with binary gates obtains eq. (4), "
-        "h_t = (1 − z_t) ⊙ h_{t−1} + z_t ⊙ ((1 − r_t) ⊙ g(U_h x_t) + r_t ⊙ g(U_h x_t + W_h h_{t−1})). "
-        "Eq. (4) is an exact identity for the reset-after GRU, h̃ = g(U_h x + r ⊙ (W_h h)), the form cuDNN "
-        "and PyTorch use; only the reset-before form that Sec. 2 writes breaks it: there coordinate i agrees "
-        "with eq. (4) only if Σ_j (W_h)_ij (r_j − r_i) h_j = 0, as in three restricted cases (a scalar "
-        "state, a diagonal W_h, a reset gate constant across coordinates). So the GRU is a hierarchical "
-        "MoE as Sec. 2 says; the slip is in how it writes the GRU. With sigmoid gates eq. (4) is exactly "
-        "the average of its binary version over independent Bernoulli gates, not the sigmoid GRU itself "
-        "(the D6 control)."
-    )
-    names = ("reset-before", "reset-after", "the restricted cases", "the Bernoulli average")
-    gaps = [f"{name} {num(r['measured'])}" for name, r in zip(names, found, strict=True) if r is not None]
-    parts = [text] + ([f"Largest gaps: {', '.join(gaps)}.", record_rows(found)] if gaps else [])
-    if None in found:
-        parts.append(verify_missing("D6"))
-    return finding("makkuva-eq4", "Eq. (4) and the GRU", grade, *parts)
-
-
-def _sample_loss(results: Results) -> str:
-    scope = record(results, "D2", "report", contains="negative quartic")
-    sgd = record(results, "D2", contains="SGD on eq. (6)")
-    title = "The sample L4: global statements need a bounded domain"
-    grade = evidence(
-        (
-            "proven",
-            "eq. (7) has no quartic term outside span(A*) (there C = A A*ᵀ = 0), so the sample coefficient "
-            "is an average of zero-mean terms",
-        ),
-        (
-            "measured",
-            f"{scope['params']['directions']} random unit directions v ⊥ span(A*), one sample of "
-            f"n = {scope['params']['n']} at k = 3 (the D2 report): a fraction, no interval"
-            if scope is not None
-            else "random unit directions v ⊥ span(A*), one sample at k = 3: the D2 report, not in the "
-            "committed results yet",
-        ),
-    )
-    text = (
-        'Theorem 2 (Sec. 3) says that whenever n ≥ poly(d, 1/ε), "L̂ inherits the same landscape '
-        'properties as that of L established in Theorem 1 with high probability": a statement about its '
-        "approximate second-order stationary points, not a lower bound; and L̂ is not bounded below. "
-        "Along A = t·v e_1ᵀ with v ⊥ span(A*), L̂ = a t⁴ + b t² + λk, and the quartic coefficient "
-        "a = −μ·mean(Q4 t2) + λ·mean(Q2 t3)² is a zero-mean fluctuation of order n^(-1/2). So the runaway "
-        "directions lie outside span(A*), and global statements about the sample loss need a bounded domain."
-    )
-    if scope is None:
-        return finding("makkuva-sample-l4", title, grade, text, verify_missing("D2"))
-    numbers = (
-        f"A fraction {num(scope['measured'])} of the directions have a < 0 (the most negative a: "
-        f"{num(extra(scope, 'min_coefficient'))})"
-    )
-    if extra(scope, "t_escape") is not None:
-        numbers += (
-            f"; along that one L̂ at t = 1.2·{num(extra(scope, 't_escape'))} lies "
-            f"{num(-extra(scope, 'lhat_far_minus_lhat_glob'))} below its value at eq. (7)'s global minimiser"
-        )
-    numbers += (
-        ". Full-batch descent on one fixed sample can therefore run off to infinity. The lab's SGD draws a "
-        "fresh batch at every step"
-        + (
-            f" and recovers A* in a fraction {measured(sgd)} of the D2 premise's runs (99 % interval)."
-            if sgd is not None
-            else "."
-        )
-    )
-    return finding("makkuva-sample-l4", title, grade, text, numbers)
-
-
-def _regularisers(results: Results) -> str:
-    wrong_mu = record(results, "D2", "negative-control", contains="mu = -2")
-    no_lam = record(results, "D2", "negative-control", contains="lam = 0")
-    milder = extra(wrong_mu, "mu_minus_half")
-    inits = (wrong_mu or {}).get("params", {}).get("inits", "?")
-    grade = evidence(
-        (
-            "proven",
-            "the conditions and the Hessian at A = 0 in the docstring of `lab/makkuva2020/losses.py`; the "
-            "eigenvalues checked against finite differences in `tests/makkuva2020/test_makkuva_losses.py`",
-        ),
-        (
-            "measured",
-            f"gradient descent on eq. (7) from {inits} random inits per k ∈ {{2, 3}} for each regulariser "
-            "(the D2 controls), end points counted",
-        ),
-    )
-    text = (
-        "The paper asks only that μ, λ, δ > 0 (after eq. (6)). From eq. (7) with orthonormal A* the lab "
-        "derives two necessary conditions: λ·min π_m > μ (else eq. (7) is unbounded below along some a_m*) "
-        "and δ < 4λ·min π_m (else the minimum along some a_m* is at 0, and that regressor is not recovered). "
-        "A = 0 is a stationary point whose Hessian has the eigenvalues δ − 4λπ_m (rows along a_m*) and δ "
-        "(directions outside span(A*)): it is a local minimum only when δ ≥ 4λ·max π_m, and a saddle when "
-        "0 < δ < 4λ·max π_m. The paper's μ > 0 is what its proof uses, sufficient and not necessary; the "
-        "lab derives μ > −1 as necessary at k = 2 with π_1 = π_2 (the rows turned by 45° in "
-        "span(a_1*, a_2*) are lower for μ < −1) and no sharp condition on μ in general."
-    )
-    if wrong_mu is None or no_lam is None:
-        return finding(
-            "makkuva-regularisers", "What the regularisers must satisfy", grade, text, verify_missing("D2")
-        )
-    numbers = (
-        f"With μ = −2, {num(wrong_mu['measured'])} end points of gradient descent are spurious; with "
-        f"λ = 0, {num(no_lam['measured'])} end at a degenerate point"
-    )
-    if isinstance(milder, dict) and "spurious_sosp" in milder:
-        numbers += (
-            f"; with μ = −0.5, {milder['spurious_sosp']} of {milder.get('sosp', '?')} end points are spurious"
-        )
-    return finding("makkuva-regularisers", "What the regularisers must satisfy", grade, text, numbers + ".")
-
-
 def _contraction(results: Results) -> str:
     little_o = record(results, "D3", contains="o_sigma")
     rho = record(results, "D3", contains="contracts")
@@ -264,56 +132,6 @@ def _em(results: Results) -> str:
     return finding("makkuva-em", title, grade, quote, numbers, record_rows(quick))
 
 
-def _eq7_assumptions(results: Results) -> str:
-    gaps = [
-        record(results, "D1", "negative-control", contains=c) for c in ("a_1* = w_1*", "two-Gaussian-mixture")
-    ]
-    mixture = record(results, "D5", contains="mu, I)")
-    title = "Eq. (7) needs regressors orthogonal to the gates and Gaussian inputs, as stated"
-    sizes = [f"n = {g['params'].get('n')} with {g['params'].get('reps')} repetitions" for g in gaps if g]
-    grade = evidence(
-        (
-            "measured",
-            "the gap L4 − eq. (7) at " + " and ".join(sizes) + ", 99 % t-intervals; the recovery rate under "
-            f"the mixture over {(mixture or {}).get('params', {}).get('instances', '?')} instances, 99 % "
-            "Clopper–Pearson interval",
-        )
-    )
-    if None in gaps:
-        return finding("makkuva-eq7-assumptions", title, grade, verify_missing("D1,D5"))
-    text = (
-        f"The gap L4 − eq. (7) is {measured(gaps[0])} with a regressor along a gating vector and "
-        f"{measured(gaps[1])} under a Gaussian mixture."
-    )
-    if mixture is not None:
-        text += (
-            " L4 still recovers the regressors under the mixture of Sec. 4.1 in most instances, with a bias "
-            f"floor: the recovery rate is {measured(mixture)}, and the largest E_reg over the instances is "
-            f"{num(extra(mixture, 'max_e_reg'))}."
-        )
-    return finding("makkuva-eq7-assumptions", title, grade, text)
-
-
-def _rates(results: Results) -> str:
-    grade = evidence(
-        (
-            "conditional",
-            'on the lab\'s reading of "typically recovers" as a rate of at least 1/2 (the paper gives no '
-            "frequency); no study over that threshold was run, and the intervals are shown so that another "
-            "threshold can be read off them",
-        ),
-        ("measured", "the verdicts at base seeds 0–19 of the quick tier, `tests/checks/makkuva2020`, slow"),
-    )
-    return finding(
-        "makkuva-rates",
-        "Typical, not certain",
-        grade,
-        "Recovery in the relaxed settings of Sec. 4.1 (D5) and by SGD on L4 (D2) fails in some random "
-        "instances, so those premises are rates over instances with a 99 % Clopper–Pearson interval, judged "
-        "against the rate 1/2. Their verdicts are the same at every base seed 0–19 (a slow test checks it).",
-    )
-
-
 def _top1(results: Results) -> str:
     return finding(
         "importance-top1",
@@ -360,14 +178,9 @@ def _exactly_k(results: Results) -> str:
 
 PYTHON_FINDINGS = {
     **CHEN_FINDINGS,
-    "makkuva-eq4": _gru,
-    "makkuva-sample-l4": _sample_loss,
-    "makkuva-regularisers": _regularisers,
     "makkuva-contraction": _contraction,
     "makkuva-conventions": _conventions,
     "makkuva-em": _em,
-    "makkuva-eq7-assumptions": _eq7_assumptions,
-    "makkuva-rates": _rates,
     "importance-top1": _top1,
     "exactly-k": _exactly_k,
 }
