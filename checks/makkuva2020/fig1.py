@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from checks.makkuva2020.assumptions import ASSUMPTIONS, EPS_REC, LEVEL, one_blas_thread
-from lab.core.descriptions import load_claims
+from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, lower_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson, normal_mean
@@ -23,6 +23,7 @@ from lab.makkuva2020.gated_regression import GaussianInput, gate_fisher_informat
 from lab.makkuva2020.losses import l_log_hessian
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
+FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
 
 
 def _plateau(errors: np.ndarray) -> float:

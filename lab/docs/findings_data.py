@@ -28,6 +28,7 @@ from lab.core import registry
 from lab.core.descriptions import Finding
 from lab.docs.evidence import full_tier, measured, missing, record_rows, verify_missing
 from lab.docs.markdown import evidence, finding
+from lab.docs.replications_page import command
 from lab.docs.results import Replication, Results, ResultsError, record_by_key
 from lab.docs.templating import ENVIRONMENT
 
@@ -117,6 +118,7 @@ class _Reader:
             "replication": self.replication,
             "record_table": record_rows,
             "missing": missing,
+            "replicate_command": command,
             "math": math,
             "verify_missing": verify_missing,
         }
@@ -132,5 +134,6 @@ def render_finding(page: str, item: Finding, results: Results, **context: Any) -
         except jinja2.TemplateError as exc:
             raise ResultsError(f"{page}: finding {item.name} ({item.path}): {exc}") from None
 
-    grade = evidence(*((g, fragment(detail)) for g, detail in item.evidence))
+    details = ((grade, fragment(detail)) for grade, detail in item.evidence)
+    grade = evidence(*((grade, detail) for grade, detail in details if detail))  # an empty one is left out
     return finding(item.name, item.title, grade, fragment(item.text))
