@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 from hypothesis.extra.numpy import arrays
 
-from lab.core.descriptions import load_claims
+from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson
@@ -35,6 +35,7 @@ from lab.kernels import gating as kernels
 from lab.shazeer2017 import gating
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
+FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
 
 EPS = float(np.finfo(np.float64).eps)
 FAMILY_LEVEL = 0.99
