@@ -23,12 +23,13 @@ from checks.chen2022.routing_smoothness import (
 from lab.chen2022.data import make_signals, sample, setting
 from lab.chen2022.model import MoEParams, init_params, perturbed_loss_gradients, router_logits
 from lab.chen2022.routing import routing_probabilities
-from lab.core.descriptions import load_claims
+from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
 from lab.kernels import routed as kernels
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
+FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
 
 EXPLORATION = {"M": 8, "J": 4, "sigma0": 0.2, "eta": 0.01}  # η_r = M²η (Theorem 4.2)
 

@@ -29,12 +29,13 @@ from lab.chen2022.metrics import (
     professions,
 )
 from lab.chen2022.training import TrainConfig, all_expert_outputs, evaluate, prepare, train, variant_config
-from lab.core.descriptions import load_claims
+from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
+FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
 
 EPS = float(np.finfo(np.float64).eps)
 LEVEL = 0.99

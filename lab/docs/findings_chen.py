@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from lab.chen2022 import routing_tightness
 from lab.chen2022.tables import TARGETS
 from lab.core.stats import DEFAULT_LEVEL
@@ -120,49 +118,6 @@ def _tightness_table(report: dict) -> str:
             "limit at 2κ."
         )
     return text
-
-
-def exploration(results: Results) -> str:
-    paper = record(results, "B10", contains="Lemma E.4")
-    sharp = record(results, "B10", contains="sharpened")
-    text = [
-        anchor("exploration"),
-        "### Lemma E.4: a sharper form, and an exploration stage that ends early",
-        evidence(
-            (
-                "proven",
-                "p(c·1) = 1/M and ‖h − c·1‖∞ = (max h − min h)/2 at the midrange c, then the 2κ bound "
-                "of the finding above",
-            ),
-            ("measured", "one Algorithm 1 run of the B10 check at the quick tier, its size in the text"),
-        ),
-        "By the same coupling, max_m |p_m − 1/M| ≤ κ(max h − min h), which does not grow with M. T1 is "
-        "the end of the proof's exploration stage, ⌊σ0^½/η⌋ (Sec. 5). Claim [B10](claims/chen2022.md#b10).",
-    ]
-    if paper is None or sharp is None:
-        return "\n\n".join([*text, verify_missing("B10")])
-    text.append(
-        f"Along the check's Algorithm 1 run the routing deviation uses {num(paper['measured'])} of the "
-        f"paper's M²‖h‖∞ (slack {num(paper['slack'])}) and {num(sharp['measured'])} of the sharper bound."
-    )
-    trajectory = extra(paper, "trajectory")
-    params = paper["params"]
-    if isinstance(trajectory, dict) and trajectory and "sigma0" in params and "eta" in params:
-        steps = sorted(trajectory, key=int)
-        rows = [(s, num(trajectory[s]["max_h_inf"]), num(trajectory[s]["max_deviation"])) for s in steps]
-        sigma0, eta = params["sigma0"], params["eta"]
-        t1 = math.floor(math.sqrt(sigma0) / eta)
-        last = trajectory[steps[-1]]
-        text.append(
-            f"The lemma's premise, a router near uniform up to T1 = ⌊σ0^½/η⌋ = {t1}, does not hold in this "
-            f"small run (σ0 = {num(sigma0)}, η = {num(eta)}): by step {steps[-1]} ‖h‖∞ reaches "
-            f"{num(last['max_h_inf'])} against σ0^1.5 = {num(sigma0**1.5)}, and the deviation "
-            f"{num(last['max_deviation'])}. Both inequalities still hold; the Õ(σ0^1.5) of Lemma E.3 hides "
-            "constants that are not small at this size, so this one run is a finite-size observation, "
-            "not evidence against the lemma's asymptotic statement.\n\n"
-            + table(("step", "max ‖h‖∞", "max_m |p_m − 1/M|"), rows)
-        )
-    return "\n\n".join(text)
 
 
 def error_floor(results: Results) -> str:
@@ -351,90 +306,12 @@ def single_cnns(results: Results) -> str:
     return "\n\n".join(text)
 
 
-def theorem_4_2(results: Results) -> str:
-    premise = record(results, "B9", contains="test error")
-    marked = [r for r in records(results, "B9") if r.get("finding")]
-    empty = record(results, "B8")
-    text = [
-        anchor("theorem-4-2"),
-        "### Theorem 4.2 at d = 50: the MoE is accurate; the proof's professions do not predict the experts",
-        evidence(
-            ("measured", _b9_scope(premise)),
-            (
-                "conditional",
-                "on reading o(1) as 2 % at this d (the lab's threshold) and on the proof's "
-                "professions standing in for the theorem's sets",
-            ),
-        ),
-        "Theorem 4.2 is asymptotic (o(1) as d grows, with M = Θ(K log K log log d)) and its sets M_k are "
-        "existential: it says the experts can be divided into K non-empty sets M_k with the stated "
-        "properties. The lab tests the sets the proof builds, Def. D.3's professions (M_k = the experts "
-        "whose initial filters align best with v_k), at one finite size. So the verdicts below are "
-        "finite-size results about the proof's objects, not a test of the theorem's statement. Under the "
-        "theorem's conditions (σ0 = d^(-1/3), η_r = M²η) the nonlinear MoE reaches a small test error, but "
-        "Def. D.3's professions do not predict which experts specialise, and the router sends much of some "
-        "clusters Ω_k to experts outside them. Claim [B9](claims/chen2022.md#b9).",
-    ]
-    if premise is None and not marked:
-        return "\n\n".join([*text, verify_missing("B8,B9")])
-    text.append(record_rows([premise, *marked]))
-    text += [f"- {r['statement']}: {r['finding']}" for r in marked]
-    exact = extra(empty, "exact_empty_probability")
-    if empty is not None and exact is not None:
-        p = empty["params"]
-        text.append(
-            f"An empty M_k is not rare: at K = {p.get('K')}, M = {p.get('M')} the probability is "
-            f"{num(exact)} for iid uniform professions, and the B8 Monte Carlo over initializations "
-            f"measures {measured(empty)} (claim [B8](claims/chen2022.md#b8))."
-        )
-    return "\n\n".join(text)
-
-
-def _b9_scope(premise: dict | None) -> str:
-    """The size B9's records rest on, for the Evidence line."""
-    if premise is None:
-        return "the B9 check (not in the committed results yet)"
-    p = premise["params"]
-    return (
-        f"d = 50, n = {p.get('n_train')}, {p.get('seeds')} seeds, {p.get('steps')} steps, "
-        f"{round(100 * p.get('level', 0))} % Clopper–Pearson intervals"
-    )
-
-
-def router_sum(results: Results) -> str:
-    held = records(results, "B7")
-    text = [
-        anchor("router-sum"),
-        "### Lemma E.1 holds to rounding",
-        evidence(
-            ("proven", "the softmax's gradient rows sum to zero, Lemma E.1's own proof"),
-            (
-                "measured",
-                "whole Algorithm 1 runs of the B7 check, relative residual against a stated round-off budget",
-            ),
-        ),
-        "Σ_m θ_m stays at zero along whole Algorithm 1 runs, with and without load balancing. Claim "
-        "[B7](claims/chen2022.md#b7).",
-    ]
-    if not held:
-        return "\n\n".join([*text, verify_missing("B7")])
-    worst = max(held, key=lambda r: r["measured"] or 0.0)
-    text.append(
-        f"Largest relative residual over the {len(held)} premise records: {num(worst['measured'])} "
-        f"({worst['statement']}; round-off budget {num(worst['bound'])})."
-    )
-    return "\n\n".join(text)
-
-
 FINDINGS = {  # by anchor
     "routing-constant": routing_constant,
-    "exploration": exploration,
     "error-floor": error_floor,
     "single-cnns": single_cnns,
-    "theorem-4-2": theorem_4_2,
     "proof-chain": proof_chain,
     "proof-lemmas": proof_steps,
-    "router-sum": router_sum,
     "tables-1-3": tables_1_3,
     "tables-10-11": tables_10_11,
 }

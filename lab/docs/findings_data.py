@@ -27,7 +27,7 @@ import jinja2
 from lab.core import registry
 from lab.core.descriptions import Finding
 from lab.docs.evidence import full_tier, measured, missing, record_rows, verify_missing
-from lab.docs.markdown import evidence, finding
+from lab.docs.markdown import evidence, finding, table
 from lab.docs.replications_page import command
 from lab.docs.results import Replication, Results, ResultsError, record_by_key
 from lab.docs.templating import ENVIRONMENT
@@ -120,6 +120,7 @@ class _Reader:
             "missing": missing,
             "replicate_command": command,
             "math": math,
+            "table": table,
             "verify_missing": verify_missing,
         }
 
