@@ -31,13 +31,14 @@ from lab.chen2022.patchwise import (
     search_aligned_lookup,
     summation_allowance,
 )
-from lab.core.descriptions import load_claims
+from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, slack_ratio, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import DEFAULT_LEVEL
 from lab.kernels.activations import ACTIVATIONS
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
+FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
 
 SIZES = {"quick": {"orbit": 2_000, "error": 20_000}, "full": {"orbit": 20_000, "error": 100_000}}
 SETTING_3 = DataConfig(alpha=UniformRange(0.5, 2.0), gamma=UniformRange(0.5, 2.0))

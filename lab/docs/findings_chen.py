@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from lab.chen2022 import routing_tightness
-from lab.chen2022.tables import TARGETS
-from lab.core.stats import DEFAULT_LEVEL
 from lab.docs.evidence import (
-    extra,
     measured,
     record,
     record_rows,
@@ -17,7 +14,7 @@ from lab.docs.evidence import (
 from lab.docs.findings_chain import proof_chain
 from lab.docs.findings_proof import proof_steps
 from lab.docs.findings_tables import tables_1_3, tables_10_11
-from lab.docs.markdown import anchor, evidence, fixed, num, pct, table
+from lab.docs.markdown import anchor, evidence, num, table
 from lab.docs.replications_page import command
 from lab.docs.results import Results
 
@@ -120,136 +117,6 @@ def _tightness_table(report: dict) -> str:
     return text
 
 
-def error_floor(results: Results) -> str:
-    attained = record(results, "B2", contains="attained")
-    partial = [
-        r for r in records(results, "B2") if r["statement"].startswith("partial overlap") and r.get("bound")
-    ]
-    fails = [
-        r for r in records(results, "B2", "negative-control") if r["statement"].startswith("partial overlap")
-    ]
-    text = [
-        anchor("error-floor"),
-        "### Theorem 4.1: the 1/8 floor is attained, and it is ω/8 when the laws only partly overlap",
-        evidence(
-            (
-                "proven",
-                "the lookup's error is 1/8 by enumeration of (k, k', y, ε), for every K; the floor ω/8 by "
-                "the orbit argument on the symmetric part of the law of (α, γ)",
-            ),
-            (
-                "measured",
-                "the ReLU CNN, the lookup search and the partial-overlap witnesses, with 95 % "
-                "Clopper–Pearson intervals on held-out samples; the bias-free linear CNN's best accuracy by "
-                "a "
-                "search",
-            ),
-        ),
-        "Theorem 4.1 says that when α and γ share one distribution (Def. 3.1), every F that sums one "
-        "function of each patch errs with probability at least 1/8. A patch-wise lookup that uses only "
-        "signs and cluster identities (a feature patch +t·v_i gives i + ½, −t·v_i gives 0, a centre patch "
-        "β·c_i gives −i, every other patch 0) errs only when y = −1, ε = +1 and k' > k: probability exactly "
-        "1/8 for every K. So the floor is attained: 87.5 % is the optimum of the class Theorem 4.1 ranges "
-        "over (any F), and of the model classes that can copy the lookup, such as a two-layer ReLU CNN "
-        "with biases and 4K filters. It is not the optimum of every row of Table 7: a class that cannot "
-        "copy the lookup has a lower one (below). Table 7 is on setting 3: the lab uses App. A.2's "
-        "setting 3 (α, γ ~ U(0.5, 2)), while Table 7's caption states α, γ ∈ (1, 2). Claim "
-        "[B2](claims/chen2022.md#b2).",
-    ]
-    if attained is None:
-        text.append(verify_missing("B2"))
-    else:
-        exact = extra(attained, "exact_witness_error")
-        relu = extra(attained, "relu_witness_error")
-        relu_ci = extra(attained, "relu_witness_ci")
-        search = extra(attained, "search_error")
-        search_ci = extra(attained, "search_ci")
-        parts = []
-        if exact is not None:
-            parts.append(f"the lookup's error, enumerated exactly, is {num(exact)}")
-        if relu is not None:
-            parts.append(f"the ReLU CNN errs {num(relu)}" + (f" (CI {_ci(relu_ci)})" if relu_ci else ""))
-        if search is not None:
-            parts.append(
-                f"an independent search over lookup tables finds {num(search)}"
-                + (f" (CI {_ci(search_ci)})" if search_ci else "")
-            )
-        if parts:
-            text.append("Measured on setting 3 (App. A.2's law): " + "; ".join(parts) + ".")
-    linear = [r for r in records(results, "B2", "report") if r.get("key", "").startswith("linear-cnn")]
-    if linear:
-        rows = [
-            (
-                r["params"]["law"],
-                pct(r["measured"], 2),
-                f"{pct(extra(r, 'sampled_accuracy'), 2)} [{pct(extra(r, 'sampled_ci')[0], 2)}, "
-                f"{pct(extra(r, 'sampled_ci')[1], 2)}]",
-                r["params"]["starts"] + 1,
-            )
-            for r in linear
-        ]
-        paper = _paper_linear_table7()
-        gaps = [100 * r["measured"] - paper for r in linear]
-        text.append(
-            "A bias-free linear CNN, f(x) = ⟨u, Σ_p x⁽ᵖ⁾⟩ whatever its number of filters, cannot copy the "
-            "lookup. Its best accuracy found by a search over u (accuracy computed exactly up to quadrature; "
-            "a lower bound on the class's optimum, not the optimum), with the found u checked on "
-            f"{linear[0]['params']['sampled_n']} fresh samples (Clopper–Pearson interval at "
-            f"{pct(DEFAULT_LEVEL, 0)}):\n\n"
-            + table(("law of α, γ (β ~ U(1, 2), σ_p = 1)", "best found", "on samples", "starts"), rows)
-            + f"\n\nTable 7's single linear CNN ({fixed(paper, 2)} % in the paper) lies "
-            f"{fixed(min(gaps), 1)}–{fixed(max(gaps), 1)} points below the best found for its class, against "
-            f"{fixed(87.5 - paper, 1)} points below 87.5 %: for this row 87.5 % is not the optimum to "
-            "compare with."
-        )
-    if partial:
-        rows = [
-            (
-                _laws(r["params"]),
-                num(extra(r, "overlap_mass")),
-                num(r["bound"]),
-                measured(r),
-            )
-            for r in partial
-        ]
-        text.append(
-            "When the supports of α and γ only partly overlap, the orbit argument still works on the "
-            "part of the law of (α, γ) that is symmetric under α ↔ γ, of mass ω, and gives the floor "
-            "ω/8. A lookup extended with magnitude bins attains it:\n\n"
-            + table(("α, γ", "ω", "floor ω/8", "witness error (CI)"), rows)
-        )
-        setting1 = next((r for r in partial if "setting 1" in r["statement"]), None)
-        if setting1 is not None:
-            text.append(
-                "Settings 1 and 2 (Table 8) have γ ~ U(0.5, 3) against α ~ U(0.5, 2), so Theorem 4.1 does "
-                "not apply there (the paper does not claim 87.5 % for them); the best attainable accuracy is "
-                f"{pct(1 - setting1['bound'])}. The negative controls confirm that 1/8 and a guess built "
-                f"from the marginal overlap both fail there ({len(fails)} records, outcomes: "
-                f"{', '.join(sorted({r['outcome'] for r in fails}))})."
-            )
-    return "\n\n".join(text)
-
-
-def _paper_linear_table7() -> float:
-    """The paper's Table 7 accuracy of the single linear CNN (setting 3)."""
-    cell = next(c for c in TARGETS["table7"] if c.params["activation"] == "linear")
-    return cell.paper[3][0]
-
-
-def _laws(params: dict) -> str:
-    """`α ~ U(a, b), γ ~ U(c, d)` from a record's params."""
-    parts = []
-    for name, key in (("α", "alpha"), ("γ", "gamma")):
-        low_high = params.get(key)
-        if isinstance(low_high, list) and len(low_high) == 2:
-            parts.append(f"{name} ~ U({num(low_high[0])}, {num(low_high[1])})")
-    return ", ".join(parts) or "-"
-
-
-def _ci(ci) -> str:
-    return f"[{num(ci[0])}, {num(ci[1])}]" if isinstance(ci, list) and len(ci) == 2 else "-"
-
-
 def single_cnns(results: Results) -> str:
     trained = records(results, "B3")
     chance = record(results, "B3", "negative-control", where=lambda r: r["verdict"] == "not-applicable")
@@ -308,7 +175,6 @@ def single_cnns(results: Results) -> str:
 
 FINDINGS = {  # by anchor
     "routing-constant": routing_constant,
-    "error-floor": error_floor,
     "single-cnns": single_cnns,
     "proof-chain": proof_chain,
     "proof-lemmas": proof_steps,

@@ -24,16 +24,19 @@ from typing import Any
 
 import jinja2
 
+from lab.chen2022.tables import TARGETS
 from lab.core import registry
 from lab.core.descriptions import Finding
+from lab.core.stats import DEFAULT_LEVEL
 from lab.docs.evidence import full_tier, measured, missing, record_rows, verify_missing
-from lab.docs.markdown import evidence, finding, table
+from lab.docs.markdown import evidence, finding, fixed, pct, table
 from lab.docs.replications_page import command
 from lab.docs.results import Replication, Results, ResultsError, record_by_key
 from lab.docs.templating import ENVIRONMENT
 
-# the findings' own filter: `r | measured` is `measured (CI [a, b])`, or the measured value alone
-ENVIRONMENT.filters.update(measured=measured)
+# the findings' own filters: `r | measured` is `measured (CI [a, b])` (or the measured value alone), `x | pct`
+# a fraction as a percentage, `x | fixed(2)` a fixed count of decimals
+ENVIRONMENT.filters.update(measured=measured, pct=pct, fixed=fixed)
 KEEP_LINES = ("|", "```", "- ", "*")  # blocks whose line breaks are Markdown, not wrapping
 
 
@@ -121,8 +124,16 @@ class _Reader:
             "replicate_command": command,
             "math": math,
             "table": table,
+            "paper_accuracy": paper_accuracy,
+            "default_level": DEFAULT_LEVEL,
             "verify_missing": verify_missing,
         }
+
+
+def paper_accuracy(target: str, setting: int, **params: Any) -> float:
+    """The paper's accuracy in the one cell of `target` whose parameters include `params`, at `setting`."""
+    (cell,) = [c for c in TARGETS[target] if params.items() <= c.params.items()]
+    return cell.paper[setting][0]
 
 
 def render_finding(page: str, item: Finding, results: Results, **context: Any) -> str:
