@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from lab.chen2022 import routing_tightness
 from lab.docs.evidence import (
-    measured,
     record,
     record_rows,
-    records,
-    replication_evidence,
     verify_missing,
 )
 from lab.docs.findings_chain import proof_chain
 from lab.docs.findings_proof import proof_steps
 from lab.docs.findings_tables import tables_1_3, tables_10_11
 from lab.docs.markdown import anchor, evidence, num, table
-from lab.docs.replications_page import command
 from lab.docs.results import Results
 
 
@@ -117,65 +113,8 @@ def _tightness_table(report: dict) -> str:
     return text
 
 
-def single_cnns(results: Results) -> str:
-    trained = records(results, "B3")
-    chance = record(results, "B3", "negative-control", where=lambda r: r["verdict"] == "not-applicable")
-    text = [
-        anchor("single-cnns"),
-        "### Single CNNs: below 87.5 %, and (3.1) cannot be the ReLU models' readout",
-        evidence(
-            ("proven", "a sum of ReLUs is never negative, so (3.1) read as a plain sum predicts one class"),
-            (
-                "measured",
-                "the B3 check's CNNs at the quick tier (its n and steps in the text, 99 % intervals); "
-                "Tables 7 and 8 at the paper's size, 10 seeds per cell, mean ± sd",
-            ),
-            (
-                "conditional",
-                "on the lab's step budget and stopping for the single CNNs, which App. A.2 does "
-                "not state; no sensitivity study over them is committed",
-            ),
-        ),
-        "(3.1) sums σ(⟨w_j, x⁽ᵖ⁾⟩) over filters with no output weights. For ReLU that sum is never "
-        "negative, so the model predicts one class for every input. The lab therefore reads single CNNs "
-        "with a non-odd activation (ReLU, CELU, GELU) out with a_j = ±1, the F of Theorem 4.1 and the "
-        "authors' two-logit split; for odd activations the two readouts are the same model in law. "
-        "Claim [B3](claims/chen2022.md#b3).",
-    ]
-    if chance is not None:
-        text.append(
-            f"The B3 control trains a ReLU CNN read out as the plain sum: test accuracy {measured(chance)}, "
-            f"at chance (verdict `{chance['verdict']}`)."
-        )
-    if trained:
-        accs = ", ".join(f"{r['params'].get('activation', '?')} {num(r['measured'])}" for r in trained)
-        params = trained[0]["params"]
-        text.append(
-            f"The quick-tier CNNs of the check (n = {params.get('n', '?')}, "
-            f"{params.get('steps', '?')} steps) reach test accuracies {accs} on setting 3, below 87.5 %, "
-            "the optimum of the classes that can copy the lookup (a bias-free linear CNN's own optimum is "
-            "lower: see the finding above)."
-        )
-    else:
-        text.append(verify_missing("B3"))
-    text.append(
-        "Tables 7 and 8 at the paper's size (single CNNs, six activations; setting 3 as App. A.2 states "
-        "it, α, γ ~ U(0.5, 2), not Table 7's caption's α, γ ∈ (1, 2)). In setting 3 every activation lands "
-        "close to the paper and below 87.5 %; in settings 1 and 2 only some activations match the paper:\n\n"
-        + replication_evidence(results, "table7", "paper", lambda cell: True, command("table7"))
-    )
-    text.append(
-        "The same singles trained as the authors' code trains them (`--variant reference-code`):\n\n"
-        + replication_evidence(
-            results, "table7", "reference-code", lambda cell: True, command("table7", "reference-code")
-        )
-    )
-    return "\n\n".join(text)
-
-
 FINDINGS = {  # by anchor
     "routing-constant": routing_constant,
-    "single-cnns": single_cnns,
     "proof-chain": proof_chain,
     "proof-lemmas": proof_steps,
     "tables-1-3": tables_1_3,

@@ -24,11 +24,18 @@ from typing import Any
 
 import jinja2
 
-from lab.chen2022.tables import TARGETS
+from lab.chen2022.tables import TARGETS, Cell
 from lab.core import registry
 from lab.core.descriptions import Finding
 from lab.core.stats import DEFAULT_LEVEL
-from lab.docs.evidence import full_tier, measured, missing, record_rows, verify_missing
+from lab.docs.evidence import (
+    full_tier,
+    measured,
+    missing,
+    record_rows,
+    replication_evidence,
+    verify_missing,
+)
 from lab.docs.markdown import evidence, finding, fixed, pct, table
 from lab.docs.replications_page import command
 from lab.docs.results import Replication, Results, ResultsError, record_by_key
@@ -59,6 +66,10 @@ def registered(package: str | None = None) -> dict[str, Finding]:
     if package is None:
         return own
     return {n: f for n, f in found.items() if n not in own and registry.origin(f).package == package}
+
+
+def _every_cell(cell: Cell) -> bool:
+    return True
 
 
 class _Reader:
@@ -111,6 +122,11 @@ class _Reader:
             raise self._unlisted(f"the replication of {target}")
         return full_tier(self.results, target, variant)
 
+    def replication_cells(self, target: str, variant: str = "paper") -> str:
+        if f"replicate/{target}" not in self.item.sources:
+            raise self._unlisted(f"the replication of {target}")
+        return replication_evidence(self.results, target, variant, _every_cell, command(target, variant))
+
     def context(self) -> dict[str, Any]:
         return {
             "record": self.record,
@@ -119,6 +135,7 @@ class _Reader:
             "extra_or_none": self.extra_or_none,
             "sweep": self.sweep,
             "replication": self.replication,
+            "replication_cells": self.replication_cells,
             "record_table": record_rows,
             "missing": missing,
             "replicate_command": command,
