@@ -26,12 +26,13 @@ from checks.strategies.routing import gate_pairs, gate_vectors, tie_pairs, tie_v
 from lab.chen2022.routing import Gaussian, Gumbel, Noise, Uniform, routing_frequencies, routing_probabilities
 from lab.chen2022.routing_exact import uniform_routing
 from lab.chen2022.routing_tightness import exact_constant, local_constant, proven_constant, search_constant
-from lab.core.descriptions import load_claims
+from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
+FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
 
 PAPER_NOISE = Uniform(0.0, 1.0)
 FAMILIES = (Uniform(0.0, 1.0), Gaussian(1.0), Gumbel(1.0))
