@@ -257,27 +257,23 @@ def _gd_papers() -> dict[str, tuple[float, float]]:
 
 
 def rate_rows(report: dict) -> list[dict]:
-    """Per (rate, load balancing): runs, diverged runs, mean ± sd accuracy of the others, first divergence."""
-    cells: dict[tuple, list[dict]] = {}
-    for run in report["runs"]:
-        p = run["params"]
-        cells.setdefault((p["eta"], p["load_balancing"]), []).append(run["metrics"])
+    """Per (rate, load balancing), read from the sweep report's groups: runs, diverged runs, mean ± sd
+    accuracy of the others (the report's statistics of `test_accuracy`), first divergence."""
     rows = []
-    for (eta, lb), runs in sorted(cells.items()):
-        accs = [m["test_accuracy"] for m in runs if "test_accuracy" in m]
-        steps = [int(m["diverged_at"]) for m in runs if "diverged_at" in m]
+    for group in report["groups"]:
+        accuracy, diverged = (group["metrics"].get(k) for k in ("test_accuracy", "diverged_at"))
         rows.append(
             {
-                "eta": eta,
-                "load_balancing": lb,
-                "runs": len(runs),
-                "diverged": len(steps),
-                "first_divergence": min(steps) if steps else None,
-                "mean": float(np.mean(accs)) if accs else None,
-                "sd": float(np.std(accs, ddof=1)) if len(accs) > 1 else None,
+                "eta": group["fields"]["eta"],
+                "load_balancing": group["fields"]["load_balancing"],
+                "runs": group["done"],
+                "diverged": diverged["n"] if diverged else 0,
+                "first_divergence": int(diverged["min"]) if diverged else None,
+                "mean": accuracy["mean"] if accuracy else None,
+                "sd": accuracy["std"] if accuracy else None,
             }
         )
-    return rows
+    return sorted(rows, key=lambda row: (row["eta"], row["load_balancing"]))
 
 
 def _near(row: dict, paper: tuple[float, float]) -> bool:
