@@ -307,6 +307,12 @@ def refuse(kind: str, names: Iterable[str] | None = None) -> None:
             raise Refusal(conflict.message)
 
 
+def in_conflict(kind: str) -> set[str]:
+    """The names of `kind` that two declarations share (refused, and left out of the registry)."""
+    load_plugins()
+    return {c.name for c in _CONFLICTS if c.kind == kind}
+
+
 def find(kind: str, name: str) -> Any | None:
     """The declaration of `kind` called `name`, loading plugins (light ones first) only until it is found;
     Refusal if the name is in conflict, or unknown while a plugin failed to import."""

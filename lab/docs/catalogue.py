@@ -7,7 +7,6 @@ the lab's pages show the lab's own and a plugin's claims render on its own paper
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from lab.core import registry
@@ -33,29 +32,12 @@ def _package(declaration: registry.Declaration) -> str | None:
 
 
 def catalogues() -> dict[str | None, Catalogue]:
-    """What each installed package describes, the lab's own under None."""
+    """What each installed package describes, the lab's own under None; a `Refusal` naming both packages
+    when two describe a paper under one key (else both pages would silently go missing)."""
     found: dict[str | None, Catalogue] = {}
+    registry.refuse("paper", registry.in_conflict("paper"))
     for kind in ("paper", "claim"):
         for name, item in sorted(registry.declared(kind).items()):
             entry = found.setdefault(_package(item), Catalogue({}, {}))
             (entry.papers if kind == "paper" else entry.claims)[name] = item
     return found
-
-
-class _OwnPapers(Mapping[str, Paper]):
-    """The lab's own papers by key, read from the registry on first use (importing `lab` loads no checks)."""
-
-    def _papers(self) -> dict[str, Paper]:
-        return catalogues().get(None, Catalogue({}, {})).papers
-
-    def __getitem__(self, key: str) -> Paper:
-        return self._papers()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._papers())
-
-    def __len__(self) -> int:
-        return len(self._papers())
-
-
-PAPERS: Mapping[str, Paper] = _OwnPapers()

@@ -120,9 +120,11 @@ def claim_views(
     return views
 
 
-def claims_page(paper: Paper, results: Results, checks: list[CheckInfo], catalogue: Catalogue) -> str:
+def claims_page(
+    paper: Paper, results: Results, checks: list[CheckInfo], catalogue: Catalogue, findings: list[str] = ()
+) -> str:
     """docs/claims/<paper>.md: the claims the catalogue puts on `paper`, those of checks in its folder and
-    those of records of either."""
+    those of records of either; then `findings`, rendered (a plugin's findings on its paper)."""
     ids = {c for c, about in catalogue.claims.items() if about.paper == paper.name}
     ids |= {c for check in checks for c in check.claims if catalogue.paper_of(c, check.module) == paper.name}
     claims = claim_views(ids, results, checks, catalogue)
@@ -138,6 +140,7 @@ def claims_page(paper: Paper, results: Results, checks: list[CheckInfo], catalog
         categories=CATEGORIES,
         step_counts=Counter(step.category for step in steps),
         claim_ids={c.id for c in claims},
+        findings=findings,
     )
 
 

@@ -28,6 +28,7 @@ from lab.chen2022.tables import TARGETS, Cell
 from lab.core import registry
 from lab.core.descriptions import Finding
 from lab.core.stats import DEFAULT_LEVEL
+from lab.docs.catalogue import Catalogue
 from lab.docs.evidence import (
     full_tier,
     measured,
@@ -166,3 +167,18 @@ def render_finding(page: str, item: Finding, results: Results, **context: Any) -
     details = ((grade, fragment(detail)) for grade, detail in item.evidence)
     grade = evidence(*((grade, detail) for grade, detail in details if detail))  # an empty one is left out
     return finding(item.name, item.title, grade, fragment(item.text))
+
+
+def plugin_findings(package: str, catalogue: Catalogue, results: Results) -> dict[str, list[str]]:
+    """An installed plugin's findings, rendered, by the paper whose page shows them: each must be on a paper
+    the package describes (the lab's pages never show a plugin's)."""
+    found: dict[str, list[str]] = {}
+    for item in registered(package).values():
+        if item.paper not in catalogue.papers:
+            raise ResultsError(
+                f"{item.path}: finding {item.name} is on paper {item.paper!r}, which package {package} "
+                "does not describe (a plugin's findings render on its own paper's page)"
+            )
+        page = f"claims/{item.paper}.md"
+        found.setdefault(item.paper, []).append(render_finding(page, item, results))
+    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.core.records import KINDS, PROBLEMS, VERDICTS, Record
-from lab.docs.catalogue import PAPERS
+from lab.docs.catalogue import Catalogue, catalogues
 from lab.docs.claims_pages import outcome_summary
 from lab.docs.markdown import anchor, code, page, table
 from lab.docs.plugin_guide import plugin_sections
@@ -138,7 +138,8 @@ results file stops the render with one line naming it (exit 2)."""
 def index_page(results: Results) -> str:
     """docs/index.md."""
     map_ = table(("page", "what"), [(f"[{path}]({path})", what) for path, what in PAGES])
-    papers = "\n".join(f"- {p.cite}, *{p.title}*." for p in PAPERS.values())
+    own = catalogues().get(None, Catalogue({}, {}))  # the papers the lab's own TOML files describe
+    papers = "\n".join(f"- {p.cite}, *{p.title}*." for p in own.papers.values())
     verify = results.verify
     state = (
         f"The committed `verify` run (`{verify['tier']}` tier, seed {verify['seed']}) holds "
@@ -378,10 +379,27 @@ least one negative control; a claim whose premises hold without a negative-contr
 6. **Mark a known finding** (`finding="..."` on a premise record) only when the paper's claim does
    not reproduce and you can say why; the record then reads `finding`, and `FINDING NOW HOLDS` the
    day it stops reproducing.
-7. **Document it.** Add the claim's statement, paper reference, premise and negative controls to
-   `lab/docs/catalogue.py`, refresh the committed records with `{verify}`, then run
-   `python -m lab docs` and commit `docs/` with the code. `nox -s lint tests` must pass; the docs
-   test fails while `docs/` is out of date."""
+7. **Document it, as data beside the check.** The claim's title, paper reference, statement, premise
+   and negative controls, and the keys of its records in the order its verdict table shows them, go
+   into `checks/<paper>/<module>.toml` (the module declares it:
+   `DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))`, from `lab.core.descriptions`);
+   a new paper's key, citation and scope into `checks/<paper>/paper.toml`. Its claims render on
+   `docs/claims/<paper>.md`.
+8. **Write what it finds.** A finding (where the lab and the paper part ways) goes into
+   `checks/<paper>/<module>.findings.toml`, declared as
+   `FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))`: one table per finding,
+   named by its anchor, with its `title`, its `evidence` (`[grade, what it rests on]` pairs; grades
+   `proven`, `measured`, `conditional`, `numerical note`), its `text`, the `records` it names
+   (`"<claim>/<key>"`), the other results files it reads (`sources`) and the lab's choices it
+   depends on (`choices`). Evidence details and text are Jinja2 fragments that name values by claim
+   and key, `{{{{ record("B2", "attained").measured | num }}}}`; a key the results lack stops
+   `python -m lab docs` with one line naming the page, the claim and the key, and a value that may be
+   absent is tested explicitly (`extra_or_none`, `sweep(...) is none`). The helpers are listed in
+   `lab/docs/findings_data.py`. Name the finding's anchor where it belongs in
+   `lab/docs/templates/findings.md.j2`.
+9. **Render.** Refresh the committed records with `{verify}`, then run `python -m lab docs` and commit
+   `docs/` with the code. `nox -s lint tests` must pass; the docs test fails while `docs/` is out of
+   date."""
 
 
 FUZZ_TEXT = """\

@@ -48,11 +48,29 @@ installs it and runs it (`nox -s plugin`), so every step below is tested.
    `nox -s verify` builds an environment of the lab alone and never sees your package; from the
    lab's root, `nox -s plugin -- PATH IDS` builds one with both, verifies IDS (written to
    `reports/plugin-verify.json` and `.md`) and runs your tests, as CI does for the example.
-6. **Your claims get a page of their own.** An installed plugin never changes the lab's `docs/` or
-   its tests: the claims pages list only the lab's own checks and claims. Copy the lab's `results/`
-   to DIR, write your verdicts into it (`python -m lab verify --only SW1 --json DIR/verify.json`),
-   and `python -m lab docs --results DIR --out OUT --plugins` renders the lab's pages and
-   `claims/<your package>.md` with your claims, checks and verdicts."""
+6. **Describe your paper, claims and findings as data** beside the check, declared in the module
+   (the example's `__init__.py`) as the lab's are: `PAPER = load_paper(...)` reads `paper.toml` (its
+   `key` names the page, and must not be one the lab or another package uses: that is refused in one
+   line naming both packages), `DESCRIPTIONS = load_claims(...)` the claims' file, and
+   `FINDINGS = load_findings(...)` the findings' file. The example's claim and finding:
+
+   ```toml
+{claims}
+   ```
+
+   ```toml
+{findings}
+   ```
+
+   A finding's `evidence` details and `text` are Jinja2 fragments: `record(claim, key)` is a record
+   the finding lists in `records` (a key the results lack stops the render with one line naming the
+   page, the claim and the key), and `| num`, `| measured`, `| interval`, `| pct` format numbers.
+7. **Your paper gets a page of its own.** An installed plugin never changes the lab's `docs/` or its
+   tests: the lab's pages show only its own checks, claims and findings. Copy the lab's `results/` to
+   DIR, write your verdicts into it (`python -m lab verify --only SW1 --json DIR/verify.json`), and
+   `python -m lab docs --results DIR --out OUT --plugins` renders the lab's pages and
+   `claims/<your paper's key>.md` with your claims, checks, verdicts and findings (claims on no paper
+   you describe go to `claims/<your package>.md`)."""
 
 ERRORS_TEXT = """\
 {anchor}
@@ -88,6 +106,12 @@ ERRORS = (
         "error: two checks are named 'NAME': MODULE (package P) and MODULE (package Q)",
         "Two declarations of one kind share a name (checks, commands, replication targets or sweep "
         "tasks): rename one. Refused where that name or its claims are needed.",
+        2,
+    ),
+    (
+        "error: two papers are named 'KEY': MODULE (package P) and MODULE (package Q)",
+        "Two packages describe a paper under one key (a `paper.toml`'s `key`, e.g. the lab's `chen2022`): "
+        "give yours a key of its own. Refused by `python -m lab docs`.",
         2,
     ),
     (
@@ -150,6 +174,8 @@ def plugin_sections() -> list[str]:
         anchor=anchor("plugin"),
         entry_points=_indented(entry_point_lines(_example("pyproject.toml"))),
         check=_indented(_example("switch_aux_loss/check.py")),
+        claims=_indented(_example("switch_aux_loss/check.toml")),
+        findings=_indented(_example("switch_aux_loss/check.findings.toml")),
     )
     errors = table(("message", "what it means", "exit"), [(code(m), what, e) for m, what, e in ERRORS])
     return [

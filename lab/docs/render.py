@@ -12,6 +12,7 @@ from lab.core.io import write_text_atomic
 from lab.docs.catalogue import Catalogue, catalogues
 from lab.docs.claims_pages import claims_page, plugin_checks, plugin_page
 from lab.docs.figures import figure_paths, write_figures
+from lab.docs.findings_data import plugin_findings
 from lab.docs.findings_page import findings_page
 from lab.docs.guides import adding_page, index_page, sweeps_page
 from lab.docs.mutation_page import mutation_page
@@ -48,8 +49,9 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: b
     packages = sorted({*by_package, *described} - {None}) if plugins else []
     for package in [None, *packages]:
         checks, catalogue = by_package.get(package, []), described.get(package, Catalogue({}, {}))
+        found = plugin_findings(package, catalogue, results) if package is not None else {}
         for key, paper in catalogue.papers.items():
-            pages[f"claims/{key}.md"] = claims_page(paper, results, checks, catalogue)
+            pages[f"claims/{key}.md"] = claims_page(paper, results, checks, catalogue, found.get(key, []))
         if package is not None and (text := plugin_page(package, results, checks, catalogue)):
             pages[f"claims/{package}.md"] = text
     pages["findings.md"] = findings_page(results)  # after the claims pages, which name every record key

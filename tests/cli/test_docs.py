@@ -385,6 +385,16 @@ def test_a_key_a_template_names_missing_from_the_results_is_one_line(results, tm
     assert not out.exists()
 
 
+def test_a_key_a_finding_names_missing_from_the_results_is_one_line(results):
+    from lab.docs.findings_page import findings_page
+    from lab.docs.results import ResultsError, load_results
+
+    _rekey(results, "B2", "attained", "reached")  # Theorem 4.1's finding reads B2's record `attained`
+    with pytest.raises(ResultsError) as refused:
+        findings_page(load_results(results))
+    assert str(refused.value) == "findings.md: verify results: no record of claim B2 with key 'attained'"
+
+
 def test_a_record_its_claims_description_does_not_list_follows_the_listed_ones(results):
     path = results / "verify.json"
     data = json.loads(path.read_text())

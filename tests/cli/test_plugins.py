@@ -256,6 +256,80 @@ def test_a_plugin_describing_its_paper_renders_on_that_papers_page(install_plugi
     assert "`good.check`" in page and "No records for S1 in `results/verify.json`" in page
 
 
+FINDINGS_FILE = """paper = "{paper}"
+
+[s1-balanced]
+title = "The loss is one"
+records = ["S1/{key}"]
+evidence = [["proven", "Σ P_i = 1"]]
+text = "Measured: {{{{ record('S1', '{key}').measured | num }}}}."
+"""
+
+
+def _with_findings(install_plugin, tmp_path, paper: str, key: str = "premise"):
+    """A plugin describing paper `paper`, claim S1, and a finding on it reading S1's record `key`; the
+    committed results with S1's records added."""
+    import shutil
+    from pathlib import Path
+
+    module = install_plugin(
+        "good-plugin", DESCRIBED + 'FINDINGS = load_findings(Path(__file__).with_name("f.toml"))\n'
+    )
+    source = tmp_path / f"{module}.py"
+    source.write_text(
+        source.read_text().replace("load_claims, load_paper", "load_claims, load_findings, load_paper")
+    )
+    (tmp_path / f"{module}.toml").write_text(CLAIMS_FILE.format(paper=paper, claim="S1"))
+    (tmp_path / "paper.toml").write_text(PAPER_FILE.replace("fedus2022", paper))
+    (tmp_path / "f.toml").write_text(FINDINGS_FILE.format(paper=paper, key=key))
+    root = Path(__file__).resolve().parents[2]
+    results = tmp_path / "results"
+    shutil.copytree(root / "results", results)
+    _verify(tmp_path, "S1")
+    data = json.loads((results / "verify.json").read_text())
+    data["records"] += json.loads((tmp_path / "v.json").read_text())["records"]
+    (results / "verify.json").write_text(json.dumps(data))
+    return results, root / "sweeps"
+
+
+def test_a_plugins_findings_render_on_its_papers_page_only(install_plugin, tmp_path):
+    from lab.docs.render import render_all
+
+    folders = _with_findings(install_plugin, tmp_path, "fedus2022")
+    alone = render_all(*folders)
+    assert "The loss is one" not in alone["findings.md"]
+    page = render_all(*folders, plugins=True)["claims/fedus2022.md"]
+    assert page.endswith(
+        '\n\n## Findings\n\n<a name="s1-balanced"></a>\n\n### The loss is one\n\n'
+        "Evidence: **proven** (Σ P_i = 1).\n\nMeasured: 0.\n"
+    )
+
+
+def test_a_plugins_finding_naming_a_key_its_results_lack_is_one_line(install_plugin, tmp_path, capsys):
+    results, sweeps = _with_findings(install_plugin, tmp_path, "fedus2022", key="balanced")
+    out = tmp_path / "docs"
+    command = ["docs", "--plugins", "--results", str(results), "--sweeps", str(sweeps), "--out", str(out)]
+    assert main(command) == EXIT_BAD_INPUT
+    assert _stderr_line(capsys) == (
+        "python -m lab docs: error: claims/fedus2022.md: verify results: no record of claim S1 with key "
+        "'balanced'"
+    )
+
+
+def test_a_paper_key_the_lab_uses_is_refused_naming_both_packages(install_plugin, tmp_path, capsys):
+    results, sweeps = _with_findings(install_plugin, tmp_path, "chen2022")
+    out = tmp_path / "docs"
+    assert (
+        main(["docs", "--results", str(results), "--sweeps", str(sweeps), "--out", str(out)])
+        == EXIT_BAD_INPUT
+    )
+    line = _stderr_line(capsys)
+    assert (
+        "error: two papers are named 'chen2022': checks.chen2022 (package moe-lab) and fake_plugin_" in line
+    )
+    assert line.endswith(" (package good-plugin)")
+
+
 def test_a_description_of_another_packages_claim_is_refused_naming_both(install_plugin, tmp_path):
     module = install_plugin("intruder", DESCRIBED)
     (tmp_path / f"{module}.toml").write_text(CLAIMS_FILE.format(paper="fedus2022", claim="C1"))

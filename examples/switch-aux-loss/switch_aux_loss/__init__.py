@@ -7,8 +7,10 @@ loss is N·Σ f_i P_i, and under uniform routing it equals 1.
 
 from pathlib import Path
 
-from lab.core.descriptions import load_claims, load_paper
+from lab.core.descriptions import load_claims, load_findings, load_paper
 
 # SW1 and its paper as data, beside the check (check.toml) and in the package (paper.toml)
 DESCRIPTIONS = load_claims(Path(__file__).with_name("check.toml"))
 PAPER = load_paper(Path(__file__).with_name("paper.toml"))
+# a finding on the paper that rests on SW1's records, shown on its page after the claims
+FINDINGS = load_findings(Path(__file__).with_name("check.findings.toml"))

@@ -63,4 +63,5 @@ def test_its_claim_renders_on_its_papers_page(tmp_path):
         "# Claims: Fedus et al. 2022" in page and "## SW1: The auxiliary loss under balanced dispatch" in page
     )
     assert "Latest verdicts (1 pass, 1 detected):" in page
+    assert "## Findings" in page and "### Balanced dispatch fixes the auxiliary loss at 1" in page
     assert json.loads((results / "verify.json").read_text())["records"][0]["key"] == "balanced"

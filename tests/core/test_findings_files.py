@@ -1,0 +1,60 @@
+"""Findings as data: the lab's findings files load, name committed records by claim and key, and a damaged
+file is refused in one line naming it and the finding."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lab.core import registry
+from lab.core.descriptions import GRADES, DescriptionError, load_findings
+
+FINDING = """paper = "p"
+
+[x-floor]
+title = "t"
+records = ["X1/attained"]
+evidence = [["proven", "why"], ["measured", "how"]]
+text = "{{ record('X1', 'attained').measured | num }}"
+"""
+
+
+def test_a_findings_file_loads_in_order_with_its_lists(tmp_path):
+    path = tmp_path / "f.findings.toml"
+    path.write_text(FINDING + '\n[x-other]\ntitle = "u"\nevidence = [["conditional", "c"]]\ntext = "t"\n')
+    first, second = load_findings(path)
+    assert (first.name, first.paper, first.records) == ("x-floor", "p", (("X1", "attained"),))
+    assert first.evidence == (("proven", "why"), ("measured", "how")) and first.path == str(path)
+    assert (second.name, second.records, second.sources, second.choices) == ("x-other", (), (), ())
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        (FINDING.replace('paper = "p"\n', ""), 'needs a top-level paper = "<key>"'),
+        (FINDING.replace('title = "t"\n', ""), "finding x-floor: fields missing ['title']"),
+        (FINDING + 'claims = ["X1"]\n', "finding x-floor: fields unknown ['claims']"),
+        (FINDING.replace('"proven"', '"plausible"'), "evidence grade must be one of"),
+        (FINDING.replace('["measured", "how"]', '["measured"]'), "must list [grade, what it rests on] pairs"),
+        (FINDING.replace('"X1/attained"', '"attained"'), 'must list "<claim>/<key>" names'),
+        (FINDING + "sources = [1]\n", "field 'sources' must list strings"),
+    ],
+)
+def test_a_damaged_findings_file_is_one_line_naming_it(tmp_path, text, says):
+    path = tmp_path / "f.findings.toml"
+    path.write_text(text)
+    with pytest.raises(DescriptionError) as refused:
+        load_findings(path)
+    assert str(refused.value).startswith(f"{path}: ") and says in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_labs_findings_name_committed_records_and_known_grades():
+    verify = Path(__file__).resolve().parents[2] / "results" / "verify.json"
+    committed = {(r["claim"], r["key"]) for r in json.loads(verify.read_text())["records"]}
+    own = [f for f in registry.declared("finding").values() if registry.is_own(f)]
+    assert len(own) >= 15
+    papers = registry.declared("paper")
+    for finding in own:
+        assert set(finding.records) <= committed, finding.name
+        assert {grade for grade, _ in finding.evidence} <= set(GRADES) and finding.paper in papers
