@@ -20,12 +20,13 @@ from lab.chen2022 import data, proof_lemmas
 from lab.chen2022.metrics import UNIFORM_ROUTING
 from lab.chen2022.proof_monitors import monitored_run, theorem_config
 from lab.chen2022.routing import Uniform, routing_probabilities
-from lab.core.descriptions import load_claims
+from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, lower_bound_record, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
+FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
 
 CLAIM = "B13"
 DELTA = 0.05  # the lemmas' failure probability δ
