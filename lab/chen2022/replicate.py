@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lab.chen2022.replicate_report import format_table, write_figures
+from lab.chen2022.replicate_report import cell_statistics, format_cells, format_table, write_figures
 from lab.chen2022.runs import (
     TIER_SIZES,
     accuracy_text,
@@ -266,10 +266,17 @@ def summary_runs(records: list[dict]) -> tuple[dict | None, list[dict]]:
 
 
 def summary_text(payload: dict) -> str:
-    """A summary as JSON with one line per run: compact, and a rerun's diff names the runs it changed."""
-    head = json.dumps({k: v for k, v in payload.items() if k != "runs"}, indent=2, allow_nan=False)
-    runs = ",\n".join("    " + json.dumps(r, separators=(",", ":"), allow_nan=False) for r in payload["runs"])
-    return f'{head[:-2]},\n  "runs": [\n{runs}\n  ]\n}}\n'
+    """A summary as JSON with one line per cell and per run: compact, and a rerun's diff names the runs
+    it changed."""
+    lines = {k: v for k, v in payload.items() if k in ("cells", "runs")}
+    head = json.dumps({k: v for k, v in payload.items() if k not in lines}, indent=2, allow_nan=False)
+    blocks = [
+        f'  "{name}": [\n'
+        + ",\n".join("    " + json.dumps(item, separators=(",", ":"), allow_nan=False) for item in items)
+        + "\n  ]"
+        for name, items in lines.items()
+    ]
+    return head[:-2] + ",\n" + ",\n".join(blocks) + "\n}\n"
 
 
 def report_stem(target: str, variant: str, dtype: str = "float64", arithmetic: str = "structured") -> str:
@@ -300,7 +307,8 @@ def run_target(target: str, args) -> int:
     start = time.perf_counter()
     _configs, records = replicate(target, args)
     out = Path(args.out)
-    table = format_table(target, records)
+    cells = cell_statistics(target, records)
+    table = format_cells(target, cells)
     header = (
         f"## {TARGET_HELP[target]}\n\nvariant `{args.variant}`, tier `{args.tier}`, "
         f"experts' arithmetic `{args.arithmetic}` in `{args.dtype}`, seeds "
@@ -324,6 +332,7 @@ def run_target(target: str, args) -> int:
             "wall_seconds": time.perf_counter() - start,
         },
     }
+    payload["cells"] = cells
     payload["versions"], payload["runs"] = summary_runs(records)
     write_text_atomic(_json_path(target, args), summary_text(payload))
     figures = write_figures(stem, records, out) if plots.available() else []

@@ -67,6 +67,14 @@ def _mean_std(values: list[float]) -> tuple[float, float | None]:
     return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else None
 
 
+def _stats(values: list[float]) -> dict | None:
+    """{"mean", "std"} of `values` (`_mean_std`), None when there are none."""
+    if not values:
+        return None
+    mean, std = _mean_std(values)
+    return {"mean": mean, "std": std}
+
+
 def _fmt(mean: float, std: float | None, digits: int) -> str:
     return f"{mean:.{digits}f}" if std is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
@@ -75,38 +83,74 @@ def _matches(record: dict, cell: Cell) -> bool:
     return record["model"] == cell.model and all(record.get(k) == v for k, v in cell.params.items())
 
 
+def cell_statistics(target: str, records: list[dict]) -> list[dict]:
+    """Per cell (table row, in the target's order) and setting the paper reports and the runs hold,
+    over its runs: how many and how many diverged, the test accuracy of all of them and of the finite
+    ones, the dispatch entropy where measured, the mean step count. A summary stores these as `cells`."""
+    cells = []
+    for cell in TARGETS[target]:
+        for s in sorted(cell.paper):
+            rows = [r for r in records if r["setting"] == s and _matches(r, cell)]
+            if not rows:
+                continue
+            finite = [r["test_accuracy"] for r in rows if r.get("diverged_at") is None]
+            cells.append(
+                {
+                    "cell": cell.label,
+                    "setting": s,
+                    "runs": len(rows),
+                    "diverged": len(rows) - len(finite),
+                    "test_accuracy": _stats([r["test_accuracy"] for r in rows]),
+                    "finite_test_accuracy": _stats(finite),
+                    "dispatch_entropy": _stats(
+                        [r["dispatch_entropy"] for r in rows if r["dispatch_entropy"] is not None]
+                    ),
+                    "steps": float(np.mean([r["steps"] for r in rows])),
+                }
+            )
+    return cells
+
+
+def summary_cells(payload: dict) -> list[dict]:
+    """A summary's `cells`; summaries written before they were stored get them from their runs."""
+    if "cells" in payload:
+        return payload["cells"]
+    return cell_statistics(payload["config"]["target"], payload["runs"])
+
+
 def format_table(target: str, records: list[dict]) -> str:
     """Markdown: per setting, each cell's mean ± std over seeds beside the paper's value and the diff."""
+    return format_cells(target, cell_statistics(target, records))
+
+
+def format_cells(target: str, cells: list[dict]) -> str:
+    """`format_table` from a target's `cell_statistics`."""
+    papers = {cell.label: cell.paper for cell in TARGETS[target]}
     lines = []
-    for s in sorted({r["setting"] for r in records}):
+    for s in sorted({c["setting"] for c in cells}):
         lines += [
             f"\n**Setting {s}** ({data.setting(s).gamma} for γ, σ_p = {data.setting(s).sigma_p})\n",
             "| model | seeds | test accuracy (%) | paper | diff | dispatch entropy | paper | diff | steps |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
-        for cell in TARGETS[target]:
-            rows = [r for r in records if r["setting"] == s and _matches(r, cell)]
-            if not rows or s not in cell.paper:
-                continue
-            p_acc, p_acc_std, p_ent, p_ent_std = cell.paper[s]
-            finite = [r["test_accuracy"] for r in rows if r.get("diverged_at") is None]
-            if not finite:
+        for c in (c for c in cells if c["setting"] == s):
+            p_acc, p_acc_std, p_ent, p_ent_std = papers[c["cell"]][s]
+            runs, finite = c["runs"], c["finite_test_accuracy"]
+            if finite is None:
                 paper = _fmt(p_acc, p_acc_std, 2)
-                lines.append(f"| {cell.label} | {len(rows)} | all diverged | {paper} | – | NA | NA | – | – |")
+                lines.append(f"| {c['cell']} | {runs} | all diverged | {paper} | – | NA | NA | – | – |")
                 continue
-            acc, acc_std = _mean_std(finite)
-            diverged = len(rows) - len(finite)
-            acc_txt = _fmt(acc, acc_std, 2) + (f" ({diverged} of {len(rows)} diverged)" if diverged else "")
-            ents = [r["dispatch_entropy"] for r in rows if r["dispatch_entropy"] is not None]
+            acc = finite["mean"]
+            diverged = f" ({c['diverged']} of {runs} diverged)" if c["diverged"] else ""
+            acc_txt = _fmt(acc, finite["std"], 2) + diverged
             ent_txt, p_ent_txt, ent_diff = "NA", "NA", "–"
-            if ents:
-                ent, ent_std = _mean_std(ents)
-                ent_txt = _fmt(ent, ent_std, 3)
+            if c["dispatch_entropy"] is not None:
+                ent = c["dispatch_entropy"]["mean"]
+                ent_txt = _fmt(ent, c["dispatch_entropy"]["std"], 3)
                 if p_ent is not None:
                     p_ent_txt, ent_diff = _fmt(p_ent, p_ent_std, 3), f"{ent - p_ent:+.3f}"
-            steps = np.mean([r["steps"] for r in rows])
             lines.append(
-                f"| {cell.label} | {len(rows)} | {acc_txt} | {_fmt(p_acc, p_acc_std, 2)} | "
-                f"{acc - p_acc:+.2f} | {ent_txt} | {p_ent_txt} | {ent_diff} | {steps:.0f} |"
+                f"| {c['cell']} | {runs} | {acc_txt} | {_fmt(p_acc, p_acc_std, 2)} | "
+                f"{acc - p_acc:+.2f} | {ent_txt} | {p_ent_txt} | {ent_diff} | {c['steps']:.0f} |"
             )
     return "\n".join(lines).lstrip("\n")

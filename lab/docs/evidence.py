@@ -6,10 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from lab.chen2022 import replicate as chen
-from lab.chen2022.tables import Cell
+from lab.chen2022.replicate_report import summary_cells
+from lab.chen2022.tables import TARGETS, Cell
 from lab.docs.markdown import fixed, interval, num, table
 from lab.docs.results import Replication, Results
 
@@ -118,20 +116,21 @@ def cell_runs(rep: Replication, cell: Cell, setting: int) -> list[dict]:
 
 
 def cell_means(rep: Replication, keep: Callable[[Cell], bool] = lambda cell: True) -> list[CellMean]:
-    """Per cell and setting of the target: the runs' mean accuracy beside the paper's."""
-    out = []
-    for cell in chen.TARGETS[rep.target]:
-        if not keep(cell):
-            continue
-        for setting, paper in sorted(cell.paper.items()):
-            runs = [r["test_accuracy"] for r in cell_runs(rep, cell, setting)]
-            if runs:
-                values = np.asarray(runs, dtype=float)
-                std = float(values.std(ddof=1)) if values.size > 1 else None
-                out.append(
-                    CellMean(rep.name, cell.label, setting, len(runs), float(values.mean()), std, paper[0])
-                )
-    return out
+    """Per kept cell and setting: the runs' mean accuracy (the summary's cells) beside the paper's."""
+    kept = {cell.label: cell.paper for cell in TARGETS[rep.target] if keep(cell)}
+    return [
+        CellMean(
+            rep.name,
+            c["cell"],
+            c["setting"],
+            c["runs"],
+            c["test_accuracy"]["mean"],
+            c["test_accuracy"]["std"],
+            kept[c["cell"]][c["setting"]][0],
+        )
+        for c in summary_cells(rep.payload)
+        if c["cell"] in kept
+    ]
 
 
 def cell_table(cells: list[CellMean]) -> str:

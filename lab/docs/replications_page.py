@@ -8,6 +8,7 @@ import numpy as np
 
 from lab.chen2022 import replicate as chen
 from lab.chen2022.choices import declared
+from lab.chen2022.replicate_report import format_cells, summary_cells
 from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import Cell
 from lab.chen2022.training import DTYPES
@@ -88,7 +89,12 @@ def _chen_section(rep: Replication) -> str:
         + " for the MoEs; the dispatch entropy comes from the training set's noisy routes at the last "
         "step. Mean ± sample standard deviation over seeds; `diff` is the lab's mean minus the paper's."
     )
-    parts = [head, *_caveats(rep, len(seeds)), chen.format_table(rep.target, runs), _time_note(rep)]
+    parts = [
+        head,
+        *_caveats(rep, len(seeds)),
+        format_cells(rep.target, summary_cells(rep.payload)),
+        _time_note(rep),
+    ]
     return "\n\n".join(part for part in parts if part)
 
 

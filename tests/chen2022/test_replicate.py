@@ -10,6 +10,7 @@ import pytest
 
 from lab.chen2022 import replicate as R
 from lab.chen2022 import runs
+from lab.chen2022.replicate_report import format_cells, summary_cells
 from lab.core import registry
 from lab.core.errors import InputError
 from lab.sweeps.keys import task_key
@@ -151,6 +152,18 @@ def test_format_table_shows_mean_std_paper_and_difference():
     assert "99.50 ± 0.71" in text and "+0.04" in text and "99.46 ± 0.55" in text and "+0.002" in text
 
 
+def test_a_summary_stores_its_cells_statistics_and_older_summaries_get_them_from_their_runs(
+    tiny, replicate_args, tmp_path
+):
+    assert R.run_target("table1", replicate_args(settings=[1], seeds=2)) == 0
+    payload = json.loads((tmp_path / "table1.json").read_text())
+    assert payload["cells"] == R.cell_statistics("table1", payload["runs"])
+    assert [(c["setting"], c["runs"]) for c in payload["cells"]] == [(1, 2)] * 4
+    older = {k: v for k, v in payload.items() if k != "cells"}
+    assert summary_cells(older) == summary_cells(payload) == payload["cells"]
+    assert format_cells("table1", payload["cells"]) in (tmp_path / "table1.md").read_text()
+
+
 def _store(out, sql: str, *args) -> None:
     """Change the run store of `out` behind the lab's back (as other code or a damaged disk would)."""
     with sqlite3.connect(R.store_path(out)) as db:
@@ -253,7 +266,7 @@ def test_a_summary_keeps_final_metrics_and_only_the_series_the_docs_read(tiny, r
     assert R.run_target("table1", replicate_args(settings=[1], seeds=1)) == 0
     text = (tmp_path / "table1.json").read_text()
     payload = json.loads(text)
-    assert text.count("\n    {") == len(payload["runs"]) == 4  # one line per run
+    assert text.count("\n    {") == len(payload["cells"]) + len(payload["runs"]) == 4 + 4  # a line each
     for run in payload["runs"]:
         assert "curves" not in run and "versions" not in run and run["code"] == R.run_code()
         assert set(run.get("history", {})) == ({"loss"} if run["model"].startswith("single") else set())
