@@ -12,6 +12,10 @@ helpers, each naming what it reads explicitly:
 - `records(claim, keys)`: the records of `claim` with each of `keys`, in that order;
   `record_table(records)`: records as a table; `verify_missing(claims)`, `missing(command)`.
 
+A finding resting on a claim the results never ran (no record of that claim at all: a results folder of
+one plugin's verdicts) shows its grades and the command that makes the records instead; a claim that ran
+must hold every key the finding names.
+
 A finding's text is Markdown: blocks are separated by blank lines, and the lines of a prose block are
 joined with spaces (tables, lists and code blocks keep theirs), so a file may wrap its sentences.
 """
@@ -27,6 +31,7 @@ import jinja2
 from lab.chen2022.tables import TARGETS, Cell
 from lab.core import registry
 from lab.core.descriptions import Finding
+from lab.core.registry import claim_order
 from lab.core.stats import DEFAULT_LEVEL
 from lab.docs.catalogue import Catalogue
 from lab.docs.evidence import (
@@ -155,7 +160,14 @@ def paper_accuracy(target: str, setting: int, **params: Any) -> float:
 
 
 def render_finding(page: str, item: Finding, results: Results, **context: Any) -> str:
-    """One finding: anchor, `###` title, Evidence line (its details rendered), then its text."""
+    """One finding: anchor, `###` title, Evidence line (its details rendered), then its text; or, when the
+    results hold no record at all of a claim it rests on (a claim they never ran), its grades and the
+    command that makes the records."""
+    ran = {r["claim"] for r in results.records}
+    if absent := sorted({claim for claim, _ in item.records} - ran, key=claim_order):
+        claims = ",".join(absent)
+        grade = evidence(*((g, f"the {claims} records, not in these results yet") for g, _ in item.evidence))
+        return finding(item.name, item.title, grade, verify_missing(claims))
     variables = _Reader(page, item, results).context() | context
 
     def fragment(source: str) -> str:

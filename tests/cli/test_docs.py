@@ -395,6 +395,17 @@ def test_a_key_a_finding_names_missing_from_the_results_is_one_line(results):
     assert str(refused.value) == "findings.md: verify results: no record of claim B2 with key 'attained'"
 
 
+def test_a_finding_on_a_claim_the_results_never_ran_says_how_to_run_it(results):
+    path = results / "verify.json"
+    data = json.loads(path.read_text())
+    data["records"] = [r for r in data["records"] if r["claim"] != "D6"]
+    path.write_text(json.dumps(data))
+    findings = render_all(results, SWEEPS)["findings.md"]
+    absent = "the D6 records, not in these results yet"
+    assert f"### Eq. (4) and the GRU\n\nEvidence: **proven** ({absent}); **measured** ({absent})." in findings
+    assert "python -m lab verify --only D6 --seed 0 --json results/verify.json" in findings
+
+
 def test_a_record_its_claims_description_does_not_list_follows_the_listed_ones(results):
     path = results / "verify.json"
     data = json.loads(path.read_text())
