@@ -1,4 +1,5 @@
-"""Picking the evidence for a finding out of the committed results, and saying plainly when it is absent."""
+"""A finding's evidence formatted: measured values, record tables, a replication's cells beside the
+paper's, and the command to run when the results do not hold a measurement."""
 
 from __future__ import annotations
 
@@ -10,39 +11,6 @@ from lab.chen2022.replicate_report import summary_cells
 from lab.chen2022.tables import TARGETS, Cell
 from lab.docs.markdown import fixed, interval, num, table
 from lab.docs.results import Replication, Results
-
-
-def record(
-    results: Results,
-    claim: str,
-    kind: str = "premise",
-    contains: str | None = None,
-    where: Callable[[dict[str, Any]], bool] | None = None,
-) -> dict[str, Any] | None:
-    """The first record of `claim` and `kind` whose statement contains `contains` (and passes `where`)."""
-    for r in results.records:
-        if r["claim"] != claim or r["kind"] != kind:
-            continue
-        if contains is not None and contains not in r["statement"]:
-            continue
-        if where is not None and not where(r):
-            continue
-        return r
-    return None
-
-
-def records(results: Results, claim: str, kind: str = "premise") -> list[dict[str, Any]]:
-    return [r for r in results.records if r["claim"] == claim and r["kind"] == kind]
-
-
-def extra(r: dict[str, Any] | None, *path: str) -> Any:
-    """A nested value of a record's `extra` (None when any step is missing)."""
-    value: Any = (r or {}).get("extra")
-    for key in path:
-        if not isinstance(value, dict) or key not in value:
-            return None
-        value = value[key]
-    return value
 
 
 def measured(r: dict[str, Any]) -> str:
