@@ -4,13 +4,23 @@ helpers, each naming what it reads explicitly:
 
 - `record(claim, key)`: the verify record of `claim` with `key`, which the finding lists in its `records`;
   none in the results stops the render with one line naming the page, the claim and the key.
+  `records(claim, keys)`: the records of `claim` with each of `keys`, in that order.
 - `extra(r, "a", "b")`: a value of a record's `extra` (one line naming claim, key and path when missing);
   `extra_or_none(r, "a")` where a value may legitimately be absent (the template says what then).
 - `sweep(name)`, `replication(target, variant)`: the committed sweep report `results/sweeps/<name>.json`
-  and the full-tier replication of a target (`replicate/<target>` among its `sources`), or none when the
-  results do not hold it yet: the template says so, usually with `missing(command)`.
-- `records(claim, keys)`: the records of `claim` with each of `keys`, in that order;
-  `record_table(records)`: records as a table; `verify_missing(claims)`, `missing(command)`.
+  (`sweeps/<name>.json` among the finding's `sources`) and the full-tier replication of a target
+  (`replicate/<target>` among them), or none when the results do not hold it yet: the template says so,
+  usually with `missing(command)`; `replication_cells(target, variant)` that replication's cells beside
+  the paper's (or what to run).
+- `record_table(records)`, `table(head, rows)`: Markdown tables; `verify_missing(claims)`,
+  `missing(command)` and `replicate_command(target, variant)`: what to run for an absent measurement.
+- `paper_accuracy(target, setting, **params)`: the paper's accuracy (%) in the cell of a replication
+  target's table (`lab.chen2022.tables`) whose run parameters include `params`; `default_level`: the
+  level of the lab's intervals where a record states none (`lab.core.stats.DEFAULT_LEVEL`); `math`.
+- Filters, beside the templates' (`num`, `interval`, `code`, `anchor`, `row`): `r | measured` is
+  `measured (CI [a, b])`, `x | pct(digits)` a fraction as a percentage, `x | fixed(decimals)`.
+
+An evidence detail that renders empty is left out of the Evidence line.
 
 A finding resting on a claim the results never ran (no record of that claim at all: a results folder of
 one plugin's verdicts) shows its grades and the command that makes the records instead; a claim that ran
@@ -31,7 +41,6 @@ import jinja2
 from lab.chen2022.tables import TARGETS, Cell
 from lab.core import registry
 from lab.core.descriptions import Finding
-from lab.core.registry import claim_order
 from lab.core.stats import DEFAULT_LEVEL
 from lab.docs.catalogue import Catalogue
 from lab.docs.evidence import (
@@ -47,8 +56,7 @@ from lab.docs.replications_page import command
 from lab.docs.results import Replication, Results, ResultsError, record_by_key
 from lab.docs.templating import ENVIRONMENT
 
-# the findings' own filters: `r | measured` is `measured (CI [a, b])` (or the measured value alone), `x | pct`
-# a fraction as a percentage, `x | fixed(2)` a fixed count of decimals
+# the findings' own filters (see above)
 ENVIRONMENT.filters.update(measured=measured, pct=pct, fixed=fixed)
 KEEP_LINES = ("|", "```", "- ", "*")  # blocks whose line breaks are Markdown, not wrapping
 
@@ -67,7 +75,7 @@ def reflow(text: str) -> str:
 def registered(package: str | None = None) -> dict[str, Finding]:
     """The findings one package declares (the lab's own under None), by anchor, in registry order."""
     found = registry.declared("finding")
-    registry.refuse("finding")
+    registry.refuse("finding", registry.in_conflict("finding"))  # two findings with one anchor
     own = {name: f for name, f in found.items() if registry.is_own(f)}
     if package is None:
         return own
@@ -118,19 +126,20 @@ class _Reader:
             value = value[key]
         return value
 
+    def _listed(self, source: str) -> None:
+        if source not in self.item.sources:
+            raise self._unlisted(f"results/{source}")
+
     def sweep(self, name: str) -> dict[str, Any] | None:
-        if f"sweeps/{name}.json" not in self.item.sources:
-            raise self._unlisted(f"results/sweeps/{name}.json")
+        self._listed(f"sweeps/{name}.json")
         return self.results.sweeps.get(name)
 
     def replication(self, target: str, variant: str = "paper") -> Replication | None:
-        if f"replicate/{target}" not in self.item.sources:
-            raise self._unlisted(f"the replication of {target}")
+        self._listed(f"replicate/{target}")
         return full_tier(self.results, target, variant)
 
     def replication_cells(self, target: str, variant: str = "paper") -> str:
-        if f"replicate/{target}" not in self.item.sources:
-            raise self._unlisted(f"the replication of {target}")
+        self._listed(f"replicate/{target}")
         return replication_evidence(self.results, target, variant, _every_cell, command(target, variant))
 
     def context(self) -> dict[str, Any]:
@@ -159,16 +168,16 @@ def paper_accuracy(target: str, setting: int, **params: Any) -> float:
     return cell.paper[setting][0]
 
 
-def render_finding(page: str, item: Finding, results: Results, **context: Any) -> str:
+def render_finding(page: str, item: Finding, results: Results) -> str:
     """One finding: anchor, `###` title, Evidence line (its details rendered), then its text; or, when the
     results hold no record at all of a claim it rests on (a claim they never ran), its grades and the
     command that makes the records."""
     ran = {r["claim"] for r in results.records}
-    if absent := sorted({claim for claim, _ in item.records} - ran, key=claim_order):
+    if absent := sorted({claim for claim, _ in item.records} - ran, key=registry.claim_order):
         claims = ",".join(absent)
         grade = evidence(*((g, f"the {claims} records, not in these results yet") for g, _ in item.evidence))
         return finding(item.name, item.title, grade, verify_missing(claims))
-    variables = _Reader(page, item, results).context() | context
+    variables = _Reader(page, item, results).context()
 
     def fragment(source: str) -> str:
         try:

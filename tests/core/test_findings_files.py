@@ -58,3 +58,22 @@ def test_the_labs_findings_name_committed_records_and_known_grades():
     for finding in own:
         assert set(finding.records) <= committed, finding.name
         assert {grade for grade, _ in finding.evidence} <= set(GRADES) and finding.paper in papers
+
+
+def test_a_finding_reading_what_its_file_does_not_list_is_refused_naming_the_file():
+    from lab.core.descriptions import Finding
+    from lab.docs.findings_data import render_finding
+    from lab.docs.results import ResultsError, load_results
+
+    results = load_results(Path(__file__).resolve().parents[2] / "results")
+    listed = (("B2", "floor-setting-3"),)
+    for text, what in (
+        ("{{ record('B2', 'attained').measured }}", "the record B2/attained"),
+        ("{{ sweep('tightness') }}", "results/sweeps/tightness.json"),
+    ):
+        item = Finding("x", "chen2022", "t", (("proven", "p"),), text, listed, path="x.findings.toml")
+        with pytest.raises(ResultsError) as refused:
+            render_finding("findings.md", item, results)
+        assert (
+            str(refused.value) == f"findings.md: finding x reads {what}, which x.findings.toml does not list"
+        )
