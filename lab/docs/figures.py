@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from lab.core import plots
-from lab.core.stats import power_law_fit
 from lab.docs.findings_chain import (
     PROOF_CHAIN_E3_RATIO,
     PROOF_CHAIN_FIGURE,
@@ -91,13 +90,18 @@ def gd_rate_figure(results: Results, path: str | Path) -> None:
 
 
 def rates_figure(report: dict, path: str | Path) -> list[str]:
-    """Theorem 4.2's quantities against d, one panel each, with the proof's rates; the panel titles."""
+    """Theorem 4.2's quantities against d, one panel each, with the proof's rates; the panel titles.
+
+    Medians and fits are the report's `analysis` (`lab.sweeps.proof_chain.proof_chain_fits`)."""
     d, metrics = proof_chain_runs(report)
+    analysis = report["analysis"]
+    ds = np.array(analysis["d"], dtype=float)
     plt = plots.pyplot()
     rows = -(-len(RATE_PANELS) // COLUMNS)
     fig, axes = plt.subplots(rows, COLUMNS, figsize=(4.6 * COLUMNS, 3.8 * rows), squeeze=False)
     for ax, (key, label, rate, exponent) in zip(axes.ravel(), RATE_PANELS, strict=False):
-        _rate_panel(ax, d, np.array([m[key] for m in metrics], dtype=float), rate, exponent)
+        values = np.array([m[key] for m in metrics], dtype=float)
+        _rate_panel(ax, (d, values), ds, analysis["fits"][key], rate, exponent)
         ax.set_title(label, fontsize=9)
     for ax in axes.ravel()[len(RATE_PANELS) :]:
         fig.delaxes(ax)
@@ -110,14 +114,13 @@ def rates_figure(report: dict, path: str | Path) -> list[str]:
     return [label for _, label, _, _ in RATE_PANELS]
 
 
-def _rate_panel(ax: Any, d: np.ndarray, values: np.ndarray, rate: str, exponent: float) -> None:
-    """One quantity: runs, median per d, fitted c·d^slope, the stated rate through the fit at the least d."""
-    slope, (lo, hi), log_c = power_law_fit(d, values, level=0.95)
-    ds = np.unique(d)
+def _rate_panel(ax: Any, runs: tuple, ds: np.ndarray, fit: dict, rate: str, exponent: float) -> None:
+    """One quantity: runs (d, value), median per d, fitted c·d^slope (the report's), the stated rate
+    through the fit at the least d."""
+    slope, (lo, hi), log_c = fit["slope"], fit["interval"], fit["log_c"]
     grid = np.geomspace(ds[0], ds[-1], 50)
-    ax.scatter(d, values, s=12, color="tab:blue", alpha=0.25, linewidths=0, label="runs")
-    medians = [np.median(values[d == x]) for x in ds]
-    ax.plot(ds, medians, "D", color="tab:blue", ms=6, label="median over seeds")
+    ax.scatter(*runs, s=12, color="tab:blue", alpha=0.25, linewidths=0, label="runs")
+    ax.plot(ds, fit["median"], "D", color="tab:blue", ms=6, label="median over seeds")
     fitted = np.exp(log_c) * grid**slope
     fit_label = f"fit d^{fixed(slope, 2)} (95 % [{fixed(lo, 2)}, {fixed(hi, 2)}])"
     ax.plot(grid, fitted, color="tab:orange", lw=1.5, label=fit_label)

@@ -394,6 +394,7 @@ def load_proof_chain(path: Path) -> dict[str, Any] | None:
                 raise ResultsError(f"{path}: {where}field {key!r} must be positive and finite, got {value!r}")
     if len(runs) < 3 or len({run["params"]["d"] for run in runs}) < 2:
         raise ResultsError(f"{path}: a power law in d needs at least 3 runs at two or more values of d")
+    _need(path, data, "analysis", dict)  # the fits in d (lab.sweeps.proof_chain.proof_chain_fits)
     return data
 
 

@@ -12,6 +12,15 @@ from typing import Any
 from lab.sweeps.tasks import register_task, task_type
 
 PROOF_CHAIN_DEFAULTS = {"d": 50, "M": 8, "J": 16, "eta": 0.02, "steps": 500, "n_per_d": 80, "seed": 0}
+# Quantities of the d study fitted as c·d^slope over runs (the proof states a rate in d for each).
+PROOF_CHAIN_FITTED = (
+    "h_inf_T1",
+    "h_inf_T1_over_sigma0_1_5",
+    "other_projection_T1_over_sigma0",
+    "center_only_gap_end",
+    "profession_spread_end",
+)
+FIT_LEVEL = 0.95
 
 
 def proof_chain_table(values: dict[str, list[Any]], results: list[dict[str, Any]]) -> str:
@@ -39,7 +48,27 @@ def proof_chain_table(values: dict[str, list[Any]], results: list[dict[str, Any]
     return "\n".join(lines)
 
 
-@register_task("proof-chain", defaults=PROOF_CHAIN_DEFAULTS, report=proof_chain_table)
+def proof_chain_fits(values: dict[str, list[Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sweep report's analysis: the values of d, and per fitted quantity its median over seeds at each d
+    and its power-law fit c·d^slope over runs (slope, Student-t interval at FIT_LEVEL, log c)."""
+    import numpy as np
+
+    from lab.core.stats import power_law_fit
+
+    d = np.array([r["d"] for r in results], dtype=float)
+    ds = np.unique(d)
+    fits = {}
+    for key in PROOF_CHAIN_FITTED:
+        y = np.array([r[key] for r in results], dtype=float)
+        slope, (lo, hi), log_c = power_law_fit(d, y, level=FIT_LEVEL)
+        median = [float(np.median(y[d == x])) for x in ds]
+        fits[key] = {"slope": slope, "interval": [lo, hi], "log_c": log_c, "median": median}
+    return {"level": FIT_LEVEL, "d": [int(x) for x in ds], "fits": fits}
+
+
+@register_task(
+    "proof-chain", defaults=PROOF_CHAIN_DEFAULTS, report=proof_chain_table, analysis=proof_chain_fits
+)
 def proof_chain(params: dict[str, Any]) -> dict[str, Any]:
     """One monitored run of Theorem 4.2's proof at dimension d: its chain verdicts and measured quantities."""
     from lab.chen2022 import proof_monitors

@@ -125,7 +125,11 @@ def build_report(
         values = group.pop("values")
         group["metrics"] = {name: _summary(values[name]) for name in metrics if name in values}
     kind = task_type(spec.task)
-    task_tables = kind.report(_spec_values(spec), [r.result for r in runs]) if kind.report and runs else ""
+    results = [r.result for r in runs]
+    task_tables = kind.report(_spec_values(spec), results) if kind.report and runs else ""
+    analysis = (
+        {"analysis": kind.analysis(_spec_values(spec), results) if runs else {}} if kind.analysis else {}
+    )
     return {
         "sweep": spec.name,
         "description": spec.description,
@@ -147,6 +151,7 @@ def build_report(
         "statistics": "mean and sample standard deviation (ddof = 1) over a group's finished runs",
         "groups": list(groups.values()),
         "task_tables": task_tables,
+        **analysis,
         "runs_note": "each run's metrics; the full results are in the store (table tasks, column result)",
         "runs": [
             {

@@ -31,6 +31,7 @@ from lab.core.registry import Declaration, declare
 
 TaskFunc = Callable[[dict[str, Any]], dict[str, Any]]
 ReportFunc = Callable[[dict[str, list[Any]], list[dict[str, Any]]], str]
+AnalysisFunc = Callable[[dict[str, list[Any]], list[dict[str, Any]]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class TaskType(Declaration):
     expand: Callable[..., list[dict[str, Any]]] | None
     report: ReportFunc | None = None
     code_root: str | None = None
+    analysis: AnalysisFunc | None = None
     kind = "task"
 
     def with_defaults(self, point: dict[str, Any], source: str = "params") -> dict[str, Any]:
@@ -91,19 +93,22 @@ def register_task(
     expand: Callable[..., list[dict[str, Any]]] | None = None,
     report: ReportFunc | None = None,
     code_root: str | None = None,
+    analysis: AnalysisFunc | None = None,
 ) -> Callable[[TaskFunc], TaskFunc]:
     """Decorator: make `fn(params) -> dict` runnable by sweeps under `name`.
 
     `report(values, results) -> Markdown`, if given, adds the task's own tables to the sweep
     report: `values` maps each spec field to its values ([params] as one-element lists, [grid]
-    as written), `results` are the finished runs' results from the store. `code_root`: the module
-    whose code fingerprint stamps the results (default: `fn`'s module).
+    as written), `results` are the finished runs' results from the store. `analysis(values, results)
+    -> JSON-able dict`, if given, is stored in the report as `analysis`: the statistics across runs
+    (fits, pooled counts) that its readers format and never recompute. `code_root`: the module whose
+    code fingerprint stamps the results (default: `fn`'s module).
     """
     if defaults is not None and expand is not None:
         raise ValueError(f"task {name!r}: give defaults or expand, not both")
 
     kept = dict(defaults) if defaults is not None else None
-    return lambda fn: declare(TaskType(name, fn, kept, expand, report, code_root))(fn)
+    return lambda fn: declare(TaskType(name, fn, kept, expand, report, code_root, analysis))(fn)
 
 
 def task_type(name: str) -> TaskType:

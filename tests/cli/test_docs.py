@@ -15,6 +15,7 @@ from lab.docs.figures import rates_figure
 from lab.docs.findings_chain import PROOF_CHAIN_E3_RATIO, PROOF_CHAIN_FITS
 from lab.docs.render import differences, render_all
 from lab.docs.results import PROOF_CHAIN_RATES, load_proof_chain
+from lab.sweeps.proof_chain import proof_chain_fits
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS, DOCS, SWEEPS = REPO / "results", REPO / "docs", REPO / "sweeps"
@@ -121,7 +122,11 @@ def _proof_chain_report(ds=(50, 100, 200), seeds=2, **override) -> dict:
             metrics |= {"alignment_T1_over_eta_T1": 1.0}
             metrics |= {key: (1.0 + 0.1 * seed) * d**-0.5 for key in PROOF_CHAIN_RATES} | override
             runs.append({"params": {"d": d, "M": 8, "eta": 0.02, "seed": seed}, "metrics": metrics})
-    return {"task": "proof-chain", "task_tables": "", "runs": runs}
+    fittable = not override and len(ds) > 1  # a damaged study is refused before its fits are read
+    analysis = (
+        proof_chain_fits({}, [{"d": r["params"]["d"], **r["metrics"]} for r in runs]) if fittable else {}
+    )
+    return {"task": "proof-chain", "task_tables": "", "analysis": analysis, "runs": runs}
 
 
 @pytest.fixture

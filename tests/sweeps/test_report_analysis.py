@@ -1,0 +1,51 @@
+"""A task's analysis across runs (fits, medians) is computed by the sweep report and stored in it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lab.cli.main import main
+from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, proof_chain_fits
+from lab.sweeps.tasks import register_task
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+
+def _fits(values, results):
+    return {"total": sum(r["value"] for r in results), "runs": len(results)}
+
+
+@register_task("test-analysis", defaults={"x": 1, "seed": 0}, analysis=_fits)
+def _task(params):
+    return {"value": params["x"] * 10 + params["seed"]}
+
+
+def _report(tmp_path: Path, task: str, grid: str) -> dict:
+    """Run a small sweep of `task` over `grid` (TOML lines) and read its JSON report."""
+    spec = tmp_path / "s.toml"
+    store = (tmp_path / "s.sqlite").as_posix()
+    spec.write_text(f'[sweep]\ntask = "{task}"\nstore = "{store}"\n[grid]\n{grid}\n')
+    assert main(["sweep", "run", str(spec), "--sequential", "--quiet"]) == 0
+    assert main(["sweep", "report", str(spec), "--out", str(tmp_path / "out")]) == 0
+    return json.loads((tmp_path / "out" / "s.json").read_text())
+
+
+def test_a_reports_analysis_is_the_tasks_analysis_of_its_finished_runs(tmp_path, registered):
+    registered(_task)
+    report = _report(tmp_path, "test-analysis", "x = [1, 2]\nseed = [0, 1]")
+    assert report["analysis"] == {"total": 10 + 11 + 20 + 21, "runs": 4}
+
+
+def test_the_committed_proof_chain_report_holds_the_fits_of_its_runs():
+    report = json.loads((RESULTS / "proof_chain" / "proof_chain.json").read_text())
+    runs = [{"d": r["params"]["d"], **r["metrics"]} for r in report["runs"]]
+    assert report["analysis"] == proof_chain_fits({}, runs)
+    assert set(report["analysis"]["fits"]) == set(PROOF_CHAIN_FITTED)
+    fit = report["analysis"]["fits"]["h_inf_T1"]
+    assert fit["interval"][0] < fit["slope"] < fit["interval"][1]
+    assert len(fit["median"]) == len(report["analysis"]["d"]) == len({r["d"] for r in runs})
+
+
+def test_a_task_without_an_analysis_reports_none(tmp_path):
+    assert "analysis" not in _report(tmp_path, "routing-probability", "M = [2]\nseed = [0]")
