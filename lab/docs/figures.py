@@ -19,7 +19,7 @@ from lab.docs.findings_chain import (
     PROOF_CHAIN_FITS,
     proof_chain_runs,
 )
-from lab.docs.findings_tables import GD_RATE_FIGURE, GD_RATE_SWEEPS, _gd_papers
+from lab.docs.findings_tables import GD_RATE_FIGURE, GD_RATE_SWEEPS, _gd_papers, rate_rows
 from lab.docs.markdown import fixed
 from lab.docs.results import Results
 
@@ -57,6 +57,7 @@ def gd_rate_figure(results: Results, path: str | Path) -> None:
     fig, axes = plt.subplots(1, len(found), figsize=(6 * len(found), 4), squeeze=False)
     papers = _gd_papers()
     for ax, (name, how) in zip(axes[0], found, strict=True):
+        rows = rate_rows(results.sweeps[name])  # the mean per rate: the sweep report's statistics
         for (lb, label), colour in zip(
             (("switch", "with LB"), ("none", "no LB")), ("tab:blue", "tab:orange"), strict=True
         ):
@@ -67,16 +68,14 @@ def gd_rate_figure(results: Results, path: str | Path) -> None:
                 if "test_accuracy" in r["metrics"]
             ]
             wild = [r["params"]["eta"] for r in runs if "diverged_at" in r["metrics"]]
+            means = [
+                (row["eta"], row["mean"])
+                for row in rows
+                if row["load_balancing"] == lb and row["mean"] is not None
+            ]
             if finite:
-                etas = sorted({e for e, _ in finite})
                 ax.scatter(*zip(*finite, strict=True), s=14, color=colour, alpha=0.4, linewidths=0)
-                ax.plot(
-                    etas,
-                    [np.mean([a for e, a in finite if e == x]) for x in etas],
-                    "o-",
-                    color=colour,
-                    label=label,
-                )
+                ax.plot(*zip(*means, strict=True), "o-", color=colour, label=label)
             if wild:
                 ax.scatter(wild, [45.0] * len(wild), marker="x", color=colour, label=f"{label}: diverged")
             ax.axhline(papers[lb][0], color=colour, ls="--", lw=1)
