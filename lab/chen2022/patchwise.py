@@ -311,11 +311,13 @@ def _overlap(alpha: UniformRange, gamma: UniformRange) -> tuple[float, float]:
 def overlap_mass(alpha: UniformRange, gamma: UniformRange) -> float:
     """ω = ∫∫ min(p_α(a)p_γ(c), p_α(c)p_γ(a)) da dc, the part of the law of (α, γ) invariant under α ↔ γ.
 
-    For uniforms with I = supp α ∩ supp γ this is P(α ∈ I)·P(γ ∈ I) = |I|² / (|supp α|·|supp γ|).
+    For uniforms with I = supp α ∩ supp γ this is P(α ∈ I)·P(γ ∈ I) = |I|² / (|supp α|·|supp γ|),
+    computed as that product of two ratios, each at most 1 in floating point (|I|**2 / |I|² could
+    round to 1 + 2⁻⁵² for D_α = D_γ).
     """
     low, high = _overlap(alpha, gamma)
     width = max(high - low, 0.0)
-    return width**2 / ((alpha.high - alpha.low) * (gamma.high - gamma.low))
+    return (width / (alpha.high - alpha.low)) * (width / (gamma.high - gamma.low))
 
 
 def orbit_floor(alpha: UniformRange, gamma: UniformRange) -> float:

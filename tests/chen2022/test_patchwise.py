@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from lab.chen2022.data import DataConfig, UniformRange, make_signals, sample, setting
@@ -134,6 +134,8 @@ def test_feature_sum_is_y_alpha_plus_eps_gamma_plus_noise():
 
 
 @given(a=st.floats(0.1, 3.0), wa=st.floats(0.05, 2.0), c=st.floats(0.1, 3.0), wc=st.floats(0.05, 2.0))
+# Fuzz-found: equal ranges whose |I|**2 / |I|² rounded to 1 + 2⁻⁵², so the floor exceeded 1/8.
+@example(a=0.5, wa=0.07526451143966051, c=0.5, wc=0.07526451143966051)
 def test_overlap_mass_is_the_swap_invariant_mass(a, wa, c, wc):
     alpha, gamma = UniformRange(a, a + wa), UniformRange(c, c + wc)
     nodes = np.unique(
@@ -206,3 +208,12 @@ def test_shape_and_finiteness_errors():
         PatchAdditive(f)(np.ones((4, 3)))
     with pytest.raises(ValueError, match="non-finite"):
         PatchAdditive(lambda x: np.full(x.shape[:2], np.inf))(np.ones((2, 3, 3)))
+
+
+@given(low=st.floats(0.1, 3.0), width=st.floats(1e-3, 2.0))
+def test_equal_ranges_have_overlap_mass_one_and_the_floor_one_eighth_exactly(low, width):
+    """Regression: D_α = D_γ gives ω = 1 and ω/8 = 1/8 to the bit (a square over a product did not)."""
+    same = UniformRange(low, low + width)
+    assert overlap_mass(same, same) == 1.0 and orbit_floor(same, same) == FLOOR
+    tricky = UniformRange(0.5, 0.5752645114396605)
+    assert overlap_mass(tricky, tricky) == 1.0
