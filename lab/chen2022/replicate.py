@@ -25,7 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lab.chen2022.replicate_report import cell_statistics, format_cells, format_table, write_figures
+from lab.chen2022.replicate_report import (
+    cell_pairs,
+    cell_statistics,
+    format_cells,
+    format_table,
+    write_figures,
+)
 from lab.chen2022.runs import (
     TIER_SIZES,
     accuracy_text,
@@ -266,9 +272,9 @@ def summary_runs(records: list[dict]) -> tuple[dict | None, list[dict]]:
 
 
 def summary_text(payload: dict) -> str:
-    """A summary as JSON with one line per cell and per run: compact, and a rerun's diff names the runs
-    it changed."""
-    lines = {k: v for k, v in payload.items() if k in ("cells", "runs")}
+    """A summary as JSON with one line per cell, pair and run: compact, and a rerun's diff names the
+    runs it changed."""
+    lines = {k: v for k, v in payload.items() if k in ("cells", "pairs", "runs")}
     head = json.dumps({k: v for k, v in payload.items() if k not in lines}, indent=2, allow_nan=False)
     blocks = [
         f'  "{name}": [\n'
@@ -333,6 +339,8 @@ def run_target(target: str, args) -> int:
         },
     }
     payload["cells"] = cells
+    if pairs := cell_pairs(target, records):
+        payload["pairs"] = pairs
     payload["versions"], payload["runs"] = summary_runs(records)
     write_text_atomic(_json_path(target, args), summary_text(payload))
     figures = write_figures(stem, records, out) if plots.available() else []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from lab.chen2022 import data
 from lab.chen2022.tables import TARGETS, Cell
@@ -109,6 +110,62 @@ def cell_statistics(target: str, records: list[dict]) -> list[dict]:
                 }
             )
     return cells
+
+
+PAIR_LEVEL = 0.95  # two-sided level of a paired difference's Student-t interval
+# Per target, two cells compared seed by seed (a seed's two runs see the same data): (first, second).
+PAIRED_CELLS = {"table3": ("single (nonlinear), 128 filters", "single (nonlinear), 512 filters")}
+
+
+def paired_difference(first: list[float], second: list[float]) -> tuple[float, float, float]:
+    """Mean of second − first over paired seeds and its two-sided `PAIR_LEVEL` Student-t interval."""
+    diff = np.asarray(second, dtype=float) - np.asarray(first, dtype=float)
+    mean = float(diff.mean())
+    if diff.size < 2:
+        return mean, float("nan"), float("nan")
+    half = float(stats.t.ppf(0.5 + PAIR_LEVEL / 2, diff.size - 1) * diff.std(ddof=1) / np.sqrt(diff.size))
+    return mean, mean - half, mean + half
+
+
+def cell_pairs(target: str, records: list[dict]) -> list[dict]:
+    """Per setting the paper reports, the target's `PAIRED_CELLS` over the seeds both ran (two or more):
+    each cell's mean test accuracy and the mean paired difference (second − first) with its interval.
+    A summary stores these as `pairs`."""
+    if target not in PAIRED_CELLS:
+        return []
+    cells = {cell.label: cell for cell in TARGETS[target]}
+    first, second = (cells[label] for label in PAIRED_CELLS[target])
+    pairs = []
+    for s in sorted(second.paper):
+        a, b = (
+            {r["seed"]: r["test_accuracy"] for r in records if r["setting"] == s and _matches(r, c)}
+            for c in (first, second)
+        )
+        seeds = sorted(set(a) & set(b))
+        if len(seeds) < 2:
+            continue
+        x, y = [a[seed] for seed in seeds], [b[seed] for seed in seeds]
+        mean, low, high = paired_difference(x, y)
+        pairs.append(
+            {
+                "first": first.label,
+                "second": second.label,
+                "setting": s,
+                "seeds": len(seeds),
+                "first_mean": float(np.mean(x)),
+                "second_mean": float(np.mean(y)),
+                "difference": mean,
+                "interval": [low, high],
+            }
+        )
+    return pairs
+
+
+def summary_pairs(payload: dict) -> list[dict]:
+    """A summary's `pairs`; summaries written before they were stored get them from their runs."""
+    if "pairs" in payload:
+        return payload["pairs"]
+    return cell_pairs(payload["config"]["target"], payload["runs"])
 
 
 def summary_cells(payload: dict) -> list[dict]:

@@ -11,25 +11,14 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from scipy import stats
 
+from lab.chen2022.replicate_report import PAIR_LEVEL as LEVEL
+from lab.chen2022.replicate_report import paired_difference
 from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import TARGETS
 from lab.docs.evidence import cell_runs
 from lab.docs.markdown import num, table
 from lab.docs.results import Replication
-
-LEVEL = 0.95
-
-
-def paired_difference(wide: list[float], narrow: list[float]) -> tuple[float, float, float]:
-    """Mean of narrow − wide over paired seeds and its two-sided `LEVEL` Student-t interval."""
-    diff = np.asarray(narrow, dtype=float) - np.asarray(wide, dtype=float)
-    mean = float(diff.mean())
-    if diff.size < 2:
-        return mean, float("nan"), float("nan")
-    half = float(stats.t.ppf(0.5 + LEVEL / 2, diff.size - 1) * diff.std(ddof=1) / np.sqrt(diff.size))
-    return mean, mean - half, mean + half
 
 
 def _by_seed(rep: Replication, cell, setting: int) -> dict[int, float]:

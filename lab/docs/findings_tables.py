@@ -8,10 +8,11 @@ import math
 import numpy as np
 
 from lab.chen2022.baselines import single_config
+from lab.chen2022.replicate_report import summary_pairs
 from lab.chen2022.tables import TARGETS
 from lab.chen2022.training import variant_config
 from lab.core.stats import clopper_pearson
-from lab.docs.dtype_comparison import LEVEL, comparison_table, dtype_pairs, paired_difference, paired_runs
+from lab.docs.dtype_comparison import LEVEL, comparison_table, dtype_pairs, paired_runs
 from lab.docs.evidence import cell_means, cell_runs, full_tier, replication_evidence
 from lab.docs.markdown import anchor, evidence, fixed, num, pct, table
 from lab.docs.replications_page import command
@@ -452,31 +453,25 @@ def same_init_levels(results: Results) -> str:
 
 
 def filter_count_effect(results: Results, variant: str) -> str:
-    """Table 3's single nonlinear CNN with 512 filters against 128, paired by seed (same data)."""
+    """Table 3's single nonlinear CNN with 512 filters against 128, paired by seed (same data): the
+    summary's `pairs` (`lab.chen2022.replicate_report.cell_pairs`)."""
     rep = full_tier(results, "table3", variant)
     if rep is None:
         return ""
     cells = {cell.label: cell for cell in TARGETS["table3"]}
-    small, large = cells["single (nonlinear), 128 filters"], cells["single (nonlinear), 512 filters"]
     rows, lower, higher, paper_lower, means, papers = [], 0, 0, 0, [], []
-    for setting in sorted(large.paper):
-        a = {r["seed"]: r["test_accuracy"] for r in cell_runs(rep, small, setting)}
-        b = {r["seed"]: r["test_accuracy"] for r in cell_runs(rep, large, setting)}
-        seeds = sorted(set(a) & set(b))
-        if len(seeds) < 2:
-            continue
-        x, y = [a[s] for s in seeds], [b[s] for s in seeds]
-        mean, low, high = paired_difference(x, y)
-        paper = large.paper[setting][0] - small.paper[setting][0]
+    for pair in summary_pairs(rep.payload):
+        setting, mean, (low, high) = pair["setting"], pair["difference"], pair["interval"]
+        paper = cells[pair["second"]].paper[setting][0] - cells[pair["first"]].paper[setting][0]
         lower, higher, paper_lower = lower + (high < 0), higher + (low > 0), paper_lower + (paper < 0)
         means.append(mean)
         papers.append(paper)
         rows.append(
             (
                 setting,
-                len(seeds),
-                fixed(float(np.mean(x)), 2),
-                fixed(float(np.mean(y)), 2),
+                pair["seeds"],
+                fixed(pair["first_mean"], 2),
+                fixed(pair["second_mean"], 2),
                 f"{mean:+.2f}",
                 f"[{low:+.2f}, {high:+.2f}]",
                 f"{paper:+.2f}",

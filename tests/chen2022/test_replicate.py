@@ -6,11 +6,13 @@ import json
 import os
 import sqlite3
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from lab.chen2022 import replicate as R
 from lab.chen2022 import runs
-from lab.chen2022.replicate_report import format_cells, summary_cells
+from lab.chen2022.replicate_report import PAIRED_CELLS, cell_pairs, format_cells, summary_cells, summary_pairs
 from lab.core import registry
 from lab.core.errors import InputError
 from lab.sweeps.keys import task_key
@@ -162,6 +164,31 @@ def test_a_summary_stores_its_cells_statistics_and_older_summaries_get_them_from
     older = {k: v for k, v in payload.items() if k != "cells"}
     assert summary_cells(older) == summary_cells(payload) == payload["cells"]
     assert format_cells("table1", payload["cells"]) in (tmp_path / "table1.md").read_text()
+    assert "pairs" not in payload  # table1 pairs no cells
+
+
+def test_a_table3_summary_pairs_its_single_cnns_by_seed():
+    first, second = (c for c in R.TARGETS["table3"] if c.label in PAIRED_CELLS["table3"])
+    records = [
+        {"model": cell.model, "setting": 1, "seed": seed, "test_accuracy": acc} | cell.params
+        for cell, accs in ((first, (90.0, 92.0, 91.0)), (second, (88.0, 91.0, 87.0)))
+        for seed, acc in enumerate(accs)
+    ]
+    (pair,) = cell_pairs("table3", records)
+    assert (pair["setting"], pair["seeds"], pair["first_mean"], pair["second_mean"]) == (
+        1,
+        3,
+        91.0,
+        88.66666666666667,
+    )
+    assert pair["difference"] == pytest.approx(-7 / 3)
+    diff = np.array([-2.0, -1.0, -4.0])
+    half = stats.t.ppf(0.975, 2) * diff.std(ddof=1) / np.sqrt(3)
+    assert pair["interval"] == pytest.approx([diff.mean() - half, diff.mean() + half])
+    payload = {"config": {"target": "table3"}, "runs": records}
+    assert summary_pairs(payload) == summary_pairs(payload | {"pairs": [pair]}) == [pair]
+    assert json.loads(R.summary_text(payload | {"pairs": [pair]}))["pairs"] == [pair]
+    assert cell_pairs("table3", records[:1] + records[3:4]) == []  # one paired seed: no interval
 
 
 def _store(out, sql: str, *args) -> None:
