@@ -34,7 +34,6 @@ from lab.chen2022.replicate_report import (
 )
 from lab.chen2022.runs import (
     TIER_SIZES,
-    accuracy_text,
     expand,
     run_code,
     run_key,
@@ -57,6 +56,13 @@ STORE_NAME = "runs.sqlite"  # the run store under OUT
 
 
 # ------------------------------------------------------------------------------------ runs in the store
+
+
+def accuracy_text(record: dict) -> str:
+    """A run's test accuracy as a table shows it, or where it diverged."""
+    if record.get("diverged_at") is not None:
+        return f"diverged at step {record['diverged_at']}"
+    return f"{record['test_accuracy']:.2f} %"
 
 
 def store_path(out: str | Path) -> Path:

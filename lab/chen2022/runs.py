@@ -230,13 +230,6 @@ def diverged_record(result) -> dict:
     }
 
 
-def accuracy_text(record: dict) -> str:
-    """A run's test accuracy as a table shows it, or where it diverged."""
-    if record.get("diverged_at") is not None:
-        return f"diverged at step {record['diverged_at']}"
-    return f"{record['test_accuracy']:.2f} %"
-
-
 def run_code() -> str:
     """Fingerprint of the science code a run's numbers depend on (stored in every run record)."""
     return code_fingerprint(__name__)
