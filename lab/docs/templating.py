@@ -26,6 +26,8 @@ ENVIRONMENT = jinja2.Environment(
 )
 ENVIRONMENT.filters.update(
     num=markdown.num,
+    fixed=markdown.fixed,
+    pct=markdown.pct,
     interval=markdown.interval,
     code=markdown.code,
     anchor=markdown.anchor,
