@@ -10,150 +10,38 @@ from lab.docs.claims_pages import outcome_summary
 from lab.docs.markdown import anchor, code, page, table
 from lab.docs.plugin_guide import plugin_sections
 from lab.docs.results import VERIFY_COMMAND, Results, ResultsError
+from lab.docs.templating import render
 from lab.testing import DATABASE
 
-PAGES = (
-    (
-        "claims/chen2022.md",
-        "Claims of Chen et al. 2022: statement, reference, check, controls, latest verdicts",
-    ),
-    ("claims/makkuva2020.md", "Claims of Makkuva et al. 2020, the same way"),
-    ("claims/shazeer2017.md", "Claims of Shazeer et al. 2017, the same way"),
-    ("findings.md", "Where the lab and the papers disagree, and bounds with room to spare"),
-    ("replications.md", "The papers' tables and Fig. 1 rerun, beside the papers' numbers"),
-    ("performance.md", "Numba kernels, determinism, benchmark numbers"),
-    ("sweeps.md", "Grids of experiments on Dask with a resumable store"),
-    (
-        "verification-power.md",
-        "Mutation score of the tests and checks per module group, every survivor answered",
-    ),
-    ("adding-a-claim.md", "How to add a claim: premise, negative control, stable name, entry point"),
-)
 
-
-def outcome_table() -> str:
-    """Every (kind, verdict, finding mark) with the outcome and exit status `Record` gives it."""
-    rows = []
+def example_records() -> list[Record]:
+    """A record of every kind, verdict and known-finding mark, then one per problem `verify` marks: the
+    rows of the outcome table, each with the outcome and exit status `Record` gives it."""
+    records = []
     for kind in KINDS:
-        marks = (False, True) if kind == "premise" else (False,)
-        for marked in marks:
+        rule = {"rule": "report"} if kind == "report" else {"rule": "judged", "reason": "an example"}
+        for finding in (None, "known") if kind == "premise" else (None,):
             for verdict in ("not-applicable",) if kind == "report" else VERDICTS:
-                record = Record(
-                    claim="X0",
-                    key="example",
-                    statement="",
-                    kind=kind,
-                    params={},
-                    measured=None,
-                    bound=None,
-                    verdict=verdict,
-                    rule="report" if kind == "report" else "judged",
-                    reason=None if kind == "report" else "an example of the outcome table",
-                    finding="known" if marked else None,
+                records.append(
+                    Record("X0", "", kind, {}, None, None, verdict, key="example", finding=finding, **rule)
                 )
-                label = f"{kind} marked as a known finding" if marked else kind
-                rows.append((label, verdict, code(record.outcome), "ok" if record.ok else "fails the run"))
-    for problem, label in zip(PROBLEMS, PROBLEM_LABELS, strict=True):
-        judged = {"key": "example", "rule": "judged", "reason": "an example"}
-        record = Record("X0", "", "premise", {}, None, None, "holds", problem=problem, **judged)
-        rows.append((label, "-", code(record.outcome), "ok" if record.ok else "fails the run"))
-    return table(("kind", "verdict", "outcome", "exit status of verify"), rows)
-
-
-PROBLEM_LABELS = (
-    "the record `verify` writes per claim of a check that raised or returned a malformed record",
-    "premise read `pass` or `finding` of a claim without a negative-control record",
-)
-
-
-READING_TEXT = """\
-{anchor}
-## Reading a verdict
-
-Every row of `python -m lab verify` is one result record: the claim id, its `kind`, the statement in
-words, the parameters it ran with, the measured value, the bound, a confidence interval where Monte
-Carlo is involved, the verdict and the slack.
-
-- `kind` is `premise` (the paper's assumptions hold, so the claim must hold) or `negative-control`
-  (an assumption is broken or the code is deliberately mutated, so the check must *fail*: a check
-  that cannot fail proves nothing). A third kind, `report`, states a measurement that no verdict can
-  judge: a fitted rate whose stated constant is hidden, or a quantity bounded only by Õ(d^−c) with a
-  tiny c, so that no reachable d decides it. Its category, in `extra`, says which; its verdict is
-  always `not-applicable`.
-- The verdict is `holds`, `violated` or `not-applicable`. Monte-Carlo verdicts are decided by the
-  interval (Clopper-Pearson for error rates, otherwise a stated normal or Hoeffding interval), never
-  by an ad-hoc tolerance; exact comparisons state their round-off allowance in the parameters.
-- The slack is bound ÷ measured for an upper bound (for a floor, measured ÷ bound): far above 1
-  means the bound has room to spare, which is a finding of its own.
-- The outcome says how the lab reads the verdict, and decides the exit status of `verify`:
-
-{outcomes}
-
-A premise marked as a known finding is a paper claim the lab does not reproduce; the mark keeps the
-run green while the finding reproduces and turns it red when the claim starts to hold (then the mark
-must go). `verify` exits 0 when every record is as expected and 1 otherwise. Every command prints
-one line and exits 2 on bad input (naming the argument or file, checked before any compute), 3 on
-an internal error (`MOE_LAB_DEBUG=1` shows the traceback) and 130 when interrupted (finished work
-is kept and the same command resumes it)."""
-
-RESULTS_TEXT = """\
-{anchor}
-## The results folder
-
-The numbers in these pages are rendered from files committed under `results/`; none is typed by hand.
-
-- `results/verify.json`: every record of one `verify` run, with its seed, tier and versions. Written
-  by `{verify}`.
-- `results/replicate/TARGET.json`: one replication, its configuration and every run's configuration,
-  seed, final metrics, timing and code fingerprint (no per-step series but a single CNN's loss).
-  Written by `python -m lab replicate TARGET --seeds 10 --out results/replicate`
-  (`TARGET_reference-code.json` for `--variant reference-code`, `TARGET_float32.json` for
-  `--dtype float32`).
-- `results/replicate/runs.sqlite` (git-ignored, not committed): the run store, a sweep store of the
-  `replicate` task with one row per finished run (its whole record, keyed and stamped with the code
-  fingerprint as every sweep row), written by the same command, so a replication resumes where it
-  stopped; without it, `replicate` reads the runs from the committed summaries and trains only the
-  runs they do not hold from the current code. The runs train through the sweep runner: in-process
-  on every core, or with `--jobs N` on a local Dask cluster of N workers, each with 1/N of the cores
-  for its kernels; a run's numbers do not depend on how many threads it had.
-- `results/bench/summary.json`: one benchmark run, per kernel the times, GFLOP/s, the fraction of the
-  one-thread DGEMM rate and the machine. Written by `nox -s bench` followed by
-  `python -m lab bench-report --summary results/bench/summary.json`.
-- `results/timing/*.json`: the wall and CPU time of one `replicate` invocation and how many runs the
-  run store of its `--out` held when it began, e.g. `python -m lab replicate table1 table3 --seeds 10
-  --jobs 2 --out /tmp/empty --timing results/timing/tables_1_3_float64.json` (a fresh `--out`, so
-  every run is trained).
-- `results/proof_chain/proof_chain.json`: the d study of Theorem 4.2's proof, one monitored run per
-  (d, seed). Written by `python -m lab sweep run sweeps/proof_chain.toml` followed by
-  `python -m lab sweep report sweeps/proof_chain.toml --out results/proof_chain`.
-
-Only the top-level JSON files of `results/replicate/`, `results/bench/` and `results/timing/` are
-read; Markdown and PNG files the commands write beside them are for people. After changing a
-results file, run `python -m lab docs` and commit the pages with it. `python -m lab docs --check`
-renders in memory and names every page that differs from a fresh render (exit 1); the test suite
-runs the same comparison, so a number edited by hand in `docs/` fails CI. A missing or damaged
-results file stops the render with one line naming it (exit 2)."""
+    judged = {"key": "example", "rule": "judged", "reason": "an example"}
+    return records + [
+        Record("X0", "", "premise", {}, None, None, "holds", problem=p, **judged) for p in PROBLEMS
+    ]
 
 
 def index_page(results: Results) -> str:
-    """docs/index.md."""
-    map_ = table(("page", "what"), [(f"[{path}]({path})", what) for path, what in PAGES])
-    own = catalogues().get(None, Catalogue({}, {}))  # the papers the lab's own TOML files describe
-    papers = "\n".join(f"- {p.cite}, *{p.title}*." for p in own.papers.values())
-    verify = results.verify
-    state = (
-        f"The committed `verify` run (`{verify['tier']}` tier, seed {verify['seed']}) holds "
-        f"{len(results.records)} records: {outcome_summary(results.records)}."
-    )
-    return page(
-        "moe-lab documentation",
-        "moe-lab turns claims of three papers on mixture-of-experts models into executable checks on "
-        "NumPy models with Numba kernels, reruns their synthetic experiments beside the published "
-        "numbers, and reports where a bound has room to spare or a claim does not reproduce.\n\n" + papers,
-        map_,
-        state,
-        READING_TEXT.format(anchor=anchor("reading-a-verdict"), outcomes=outcome_table()),
-        RESULTS_TEXT.format(anchor=anchor("results"), verify=VERIFY_COMMAND),
+    """docs/index.md; the papers are those the lab's own TOML files describe."""
+    own = catalogues().get(None, Catalogue({}, {}))
+    return render(
+        "index.md.j2",
+        "index.md",
+        results,
+        papers=list(own.papers.values()),
+        summary=outcome_summary(results.records),
+        outcomes=example_records(),
+        verify_command=VERIFY_COMMAND,
     )
 
 
