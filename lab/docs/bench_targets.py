@@ -12,16 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from lab.docs.markdown import num
+from lab.docs.markdown import in_unit as shown
 
 COMPARISONS = {"≤": operator.le, "≥": operator.ge}
-
-
-def shown(value: float | None, unit: str) -> str:
-    """A measured value in its unit: "%" for a fraction, else a number and the unit (`-` for none)."""
-    if value is None:
-        return "-"
-    return f"{num(100 * value)} %" if unit == "%" else f"{num(value)} {unit}"
 
 
 @dataclass(frozen=True)

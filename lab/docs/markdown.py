@@ -37,6 +37,13 @@ def pct(fraction: float | None, decimals: int = 1) -> str:
     return "-" if fraction is None else f"{100 * fraction:.{decimals}f} %"
 
 
+def in_unit(value: float | None, unit: str) -> str:
+    """A value in its unit: "%" for a fraction, else a number and the unit (`-` for none)."""
+    if value is None:
+        return "-"
+    return f"{num(100 * value)} %" if unit == "%" else f"{num(value)} {unit}"
+
+
 def interval(ci: Sequence[float] | None, digits: int = 3) -> str:
     """A confidence interval `[low, high]` (`-` for none)."""
     return "-" if ci is None else f"[{num(ci[0], digits)}, {num(ci[1], digits)}]"

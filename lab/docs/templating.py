@@ -28,6 +28,7 @@ ENVIRONMENT.filters.update(
     num=markdown.num,
     fixed=markdown.fixed,
     pct=markdown.pct,
+    in_unit=markdown.in_unit,  # `{{ value | in_unit("%") }}`: a fraction as a percentage, else the unit
     interval=markdown.interval,
     code=markdown.code,
     anchor=markdown.anchor,
