@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lab.core import registry
 from lab.core.records import KINDS, PROBLEMS, VERDICTS, Record
 from lab.docs.catalogue import Catalogue, catalogues
 from lab.docs.claims_pages import outcome_summary
-from lab.docs.markdown import anchor, code, page, table
+from lab.docs.markdown import anchor, page
 from lab.docs.plugin_guide import plugin_sections
 from lab.docs.results import VERIFY_COMMAND, Results, ResultsError
 from lab.docs.templating import render
+from lab.sweeps.sweep import SweepSpec, expand, load_spec
 from lab.testing import DATABASE
 
 
@@ -45,172 +47,32 @@ def index_page(results: Results) -> str:
     )
 
 
-SWEEPS_TEXT = """\
-`python -m lab sweep` runs a grid of independent experiments: the replication targets at full size,
-their variations (the number of experts, filters, learning rates ...) or any registered task. A TOML
-spec describes the grid; each task gets a stable key, and each finished task is written to a SQLite
-store the moment it finishes, so running the same spec again only runs what is missing.
-
-```bash
-python -m lab sweep run sweeps/smoke.toml          # seconds: try this first
-python -m lab sweep run sweeps/table1.toml         # local Dask cluster, one single-threaded worker per core
-python -m lab sweep run sweeps/table1.toml --scheduler tcp://HOST:8786   # an existing cluster
-python -m lab sweep status sweeps/table1.toml      # done / failed / pending
-python -m lab sweep report sweeps/table1.toml      # Markdown, JSON and PNG under reports/sweeps/
-python -m lab sweep run sweeps/tightness.toml --sequential   # in-process, no Dask
-```
-
-Options of `run`: `--workers N` (size of the local cluster), `--sequential` (in this process),
-`--retry-failed` (rerun tasks that raised), `--quiet` (no progress bar; it is also off when stderr is
-not a terminal) and `--store PATH` (another store; also on `status` and `report`). `run` exits 0 when
-every task is done, 1 when some failed, 130 when interrupted and 2 on a bad spec (the message names
-the field).
-
-## The spec format
-
-```toml
-[sweep]
-task = "replicate"                     # a registered task (table below)
-name = "t1"                            # optional; default: the file's stem
-store = "reports/sweeps/t1.sqlite"     # optional; default reports/sweeps/<name>.sqlite
-description = "..."                    # optional, copied into the reports
-
-[params]                               # fixed fields, the same in every task
-target = "table1"
-settings = [1, 2]
-seeds = 10
-
-[grid]                                 # one non-empty list per field: the Cartesian product
-M = [8, 16, 32]                        # (in the order written, the last field varying fastest)
-
-[report]                               # optional
-group_by = ["model", "setting", "M"]   # rows; default: the fields that vary, except seeds
-metrics = ["test_accuracy", "dispatch_entropy"]   # columns, mean ± std over a row's runs
-```
-
-A field sits in `[params]` or in `[grid]`, not both. A task declared with defaults accepts exactly
-the fields its defaults name, so a misspelt field is refused before anything runs. For `replicate`
-the fields `target, settings, seeds, seed, variant, tier, dtype, arithmetic` go to
-`lab.chen2022.runs.expand`, which returns the run configurations of `python -m lab replicate`;
-any other field overrides that field in every configuration (a dotted name reaches into nested
-fields, and a configuration without the field is an error). So a sweep's runs are exactly the runs
-of `replicate`, with the same records, and its report ends with the same tables beside the paper's
-numbers. The full description is the docstring of `lab/sweeps/sweep.py`."""
-
-STORE_TEXT = """\
-## The store
-
-One SQLite file in WAL mode, one row per finished task (configuration, result JSON or the error,
-seconds, worker, time):
-
-- Only the client writes: it commits each result in its own transaction as it arrives, so workers
-  need no shared file system.
-- A row is complete or absent (a CHECK constraint ties `done` to valid result JSON and `failed` to
-  an error); a NaN result is a failure, not a record. A done row is never overwritten; a failed task
-  is skipped on the next run unless `--retry-failed` is given.
-- If the client or a worker is killed, finished runs are kept: a killed client resumes with only
-  the missing tasks, and a killed worker's task is rerun elsewhere.
-- Reports are built from the store, never from memory, and `status` can read the store while a
-  sweep runs.
-
-## Keys and reproducibility
-
-A task's key is the XOR of the SHA-256 digests of the canonical JSON of the task name and of each
-configuration field as `[name, value]` (`lab/sweeps/keys.py`), so a whole grid's keys come from one
-small table of digests per field. Two configurations differ in at least one term, so their 128-bit
-key prefixes agree by accident with probability 2⁻¹²⁸. The same configuration has the same key in
-every spec, so overlapping grids share runs (Table
-1's runs are part of Table 3's), and a result does not depend on where the task ran: a Dask run and a
-sequential run of the same grid give the same result JSON bit for bit (a tested property). Each task
-runs single-threaded (BLAS through `threadpoolctl`, Numba through `numba.set_num_threads(1)`).
-
-## Stale results, and keeping them on purpose
-
-Every stored result also records a fingerprint of the code that produced it: a hash of the source of
-every science module the task imports, directly or not (`lab/kernels`, `lab/chen2022`,
-`lab/makkuva2020`, `lab/shazeer2017`), taken over their syntax trees without docstrings, comments or
-layout, so a docstring edit keeps results current. Library versions are recorded with each result but
-are not part of the fingerprint: other NumPy, SciPy or Numba versions (or another CPU family) can
-move a number by rounding, not a verdict. A result whose
-fingerprint differs from the current code's is *stale*: `sweep status` and `sweep report` count it as
-such and never average it, and the next `sweep run` computes it again. An edit to a module the task
-does not import leaves its results current (a tested property). To keep old results on purpose, for
-example after a change you know does not move the numbers, pass `--keep-stale` to `run`, `status` and
-`report`. The replication targets keep their runs in a store of the task `replicate` under the same
-rule (`replicate --keep-stale`), and `replicate ... --recertify N` reruns a seeded sample of N stale
-runs and re-stamps the rest only if every rerun is identical.
-
-The store is a SQLite file marked as the lab's (its application id). A file that is not the lab's
-store, a damaged one and an emptied one are refused with one line naming the file, and left untouched;
-`status` and `report` open the store read-only and never write.
-
-## Dask, on one machine or many
-
-`dask[distributed]` is the optional extra `moe-lab[dask]`; without it sweeps run in-process with the
-same store and keys. To use several machines, install the same lab version everywhere, then:
-
-```bash
-dask scheduler                                              # on one host; prints tcp://HOST:8786
-dask worker tcp://HOST:8786 --nworkers auto --nthreads 1    # on every compute host
-python -m lab sweep run sweeps/table3.toml --scheduler tcp://HOST:8786
-```
-
-Dask's nanny starts workers with a small `MALLOC_TRIM_THRESHOLD_`, which turns off glibc's adaptive
-mmap threshold: every large NumPy temporary is then mapped and page-faulted afresh, and training runs
-slow down markedly. The local cluster the lab starts unsets it. For workers you start yourself, put
-this in `~/.config/dask/moe-lab.yaml` on each host:
-
-```yaml
-distributed:
-  nanny:
-    pre-spawn-environ:
-      MALLOC_TRIM_THRESHOLD_: null
-```
-
-## Your own task
-
-Decorate `fn(params: dict) -> dict` (JSON-able, deterministic for its params) with
-`@register_task("name", defaults={...})` from `lab.sweeps.tasks`; the defaults name every accepted
-field. `report=fn(values, results) -> Markdown` adds the task's own table to `sweep report`. Put the
-function in a module of a package named by a `moe_lab.plugins` entry point (`lab` or `checks` here):
-workers import it by reference, and the registry finds it without any import list."""
+def registered_tasks() -> list[tuple[str, str]]:
+    """Every registered sweep task by name, with the first line of its docstring."""
+    tasks = registry.declared("task")
+    return [
+        (name, ((tasks[name].run.__doc__ or "").strip().splitlines() or ["-"])[0]) for name in sorted(tasks)
+    ]
 
 
-def _spec_rows(folder: Path) -> list[tuple[str, ...]]:
-    from lab.sweeps.sweep import expand, load_spec
-
-    rows = []
+def example_specs(folder: Path) -> list[tuple[str, SweepSpec, int]]:
+    """Every spec in `folder`: its file name, the spec and the number of tasks `expand` makes of it."""
+    if not folder.is_dir():
+        raise ResultsError(f"{folder}: no such folder of sweep specs")
+    specs = []
     for path in sorted(folder.glob("*.toml")):
         try:
             spec = load_spec(path)
-            count = len(expand(spec))
+            specs.append((path.name, spec, len(expand(spec))))
         except ValueError as exc:
             raise ResultsError(f"{path}: {exc}") from None
-        grid = ", ".join(f"{k} ({len(v)})" for k, v in spec.grid.items()) or "-"
-        rows.append((f"`sweeps/{path.name}`", code(spec.task), str(count), grid, spec.description or "-"))
-    return rows
+    return specs
 
 
-def sweeps_page(sweeps_folder: Path) -> str:
+def sweeps_page(results: Results, sweeps_folder: Path) -> str:
     """docs/sweeps.md; the table of example specs is computed from the files in `sweeps_folder`."""
-    from lab.core import registry
-
-    if not sweeps_folder.is_dir():
-        raise ResultsError(f"{sweeps_folder}: no such folder of sweep specs")
-    tasks = registry.declared("task")
-    task_rows = []
-    for name in sorted(tasks):
-        doc = (tasks[name].run.__doc__ or "").strip().splitlines()
-        task_rows.append((code(name), doc[0] if doc else "-"))
-    specs = table(("spec", "task", "tasks", "grid fields (values)", "description"), _spec_rows(sweeps_folder))
-    return page(
-        "Sweeps",
-        SWEEPS_TEXT,
-        "## Registered tasks\n\n" + table(("task", "what one task computes"), task_rows),
-        "## The example specs in `sweeps/`\n\nTask counts are those of `expand` on each spec today "
-        "(a configuration that appears twice runs once).\n\n" + specs,
-        STORE_TEXT,
-    )
+    tasks, specs = registered_tasks(), example_specs(sweeps_folder)
+    return render("sweeps.md.j2", "sweeps.md", results, tasks=tasks, specs=specs)
 
 
 ADDING_TEXT = """\

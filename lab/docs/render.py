@@ -42,7 +42,7 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: b
         "index.md": index_page(results),
         "replications.md": replications_page(results),
         "performance.md": performance_page(results),
-        "sweeps.md": sweeps_page(Path(sweeps_folder)),
+        "sweeps.md": sweeps_page(results, Path(sweeps_folder)),
         "adding-a-claim.md": adding_page(),
         "verification-power.md": mutation_page(results),
     }
