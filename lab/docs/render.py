@@ -43,7 +43,7 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: b
         "replications.md": replications_page(results),
         "performance.md": performance_page(results),
         "sweeps.md": sweeps_page(results, Path(sweeps_folder)),
-        "adding-a-claim.md": adding_page(),
+        "adding-a-claim.md": adding_page(results),
         "verification-power.md": mutation_page(results),
     }
     packages = sorted({*by_package, *described} - {None}) if plugins else []

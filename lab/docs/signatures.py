@@ -1,4 +1,4 @@
-"""The API a check uses, rendered from the code itself: signatures as written and whole docstrings.
+"""The API a check uses, read from the code itself: signatures as written and whole docstrings.
 
 Modules of the `checks` package are read from `sys.modules` once the registry has loaded its
 plugins (the `checks` entry point walks them all), so `lab` never imports `checks`.
@@ -12,7 +12,7 @@ import inspect
 import sys
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from lab.core import registry
 
@@ -78,24 +78,30 @@ def _field(f: dataclasses.Field) -> str:
     return text
 
 
-def entry(name: str, obj: Any) -> str:
-    """One API entry: its signature in a code block, then its docstring."""
+class ApiEntry(NamedTuple):
+    """One API entry: its signature as the source writes it, its docstring, its properties' docstrings."""
+
+    head: str
+    doc: str
+    properties: list[tuple[str, str]]
+
+
+def entry(name: str, obj: Any) -> ApiEntry:
+    """The entry of a function, or of a dataclass with its fields and its `outcome` and `ok` properties."""
     if dataclasses.is_dataclass(obj):
         head = f"{name}({', '.join(_field(f) for f in dataclasses.fields(obj))})"
-        extra = [f"- `.{p}`: {inspect.getdoc(getattr(obj, p))}" for p in ("outcome", "ok") if hasattr(obj, p)]
+        properties = [(p, inspect.getdoc(getattr(obj, p))) for p in ("outcome", "ok") if hasattr(obj, p)]
     else:
-        head, extra = signature(name, obj), []
-    doc = inspect.getdoc(obj) or ""
-    return "\n\n".join([f"```python\n{head}\n```", doc, *(["\n".join(extra)] if extra else [])])
+        head, properties = signature(name, obj), []
+    return ApiEntry(head, inspect.getdoc(obj) or "", properties)
 
 
-def api_reference() -> str:
+def api_entries() -> list[tuple[str, list[ApiEntry]]]:
     """Every entry of `API`, module by module; a `checks` module the registry did not load is left out."""
-    parts = []
+    found = []
     for module_name, names in API:
         module = _module(module_name)
-        if module is None:
-            continue
-        chosen = names if names is not None else _public(module)
-        parts.append(f"### `{module_name}`\n\n" + "\n\n".join(entry(n, getattr(module, n)) for n in chosen))
-    return "\n\n".join(parts)
+        if module is not None:
+            chosen = names if names is not None else _public(module)
+            found.append((module_name, [entry(n, getattr(module, n)) for n in chosen]))
+    return found

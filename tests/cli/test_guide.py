@@ -1,14 +1,17 @@
 """The plugin author's guide: the example's entry-point lines, generated signatures, importable profiles."""
 
 import tomllib
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from lab.docs.guides import adding_page
-from lab.docs.plugin_guide import EXAMPLE, entry_point_lines
+from lab.docs.guides import EXAMPLE, adding_page, entry_point_lines
+from lab.docs.results import load_results
 from lab.docs.signatures import signature
 from lab.testing import PROFILES, load_profile
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def test_the_guide_quotes_the_example_plugins_entry_point_and_check():
@@ -17,7 +20,7 @@ def test_the_guide_quotes_the_example_plugins_entry_point_and_check():
     assert tomllib.loads(lines) == {
         "project": {"entry-points": {"moe_lab.plugins": {"switch_aux_loss": "switch_aux_loss"}}}
     }
-    page = adding_page()
+    page = adding_page(load_results(RESULTS))
     assert "   " + lines.splitlines()[1] in page
     assert '   @register(CLAIM, name="switch_aux_loss.balanced_dispatch")' in page
 
@@ -27,7 +30,7 @@ def test_the_api_section_renders_signatures_as_written():
         """Doc."""
 
     assert signature("example", example) == "example(a: int, *, b: float | None = None, **fields) -> str"
-    page = adding_page()
+    page = adding_page(load_results(RESULTS))
     for expected in (
         "upper_bound_record(*, claim: str,",
         "clopper_pearson(successes: int, trials: int, level: float = 0.99) -> tuple[float, float]",
