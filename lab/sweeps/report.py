@@ -127,9 +127,8 @@ def build_report(
     kind = task_type(spec.task)
     results = [r.result for r in runs]
     task_tables = kind.report(_spec_values(spec), results) if kind.report and runs else ""
-    analysis = (
-        {"analysis": kind.analysis(_spec_values(spec), results) if runs else {}} if kind.analysis else {}
-    )
+    flat = [{**dict(_numeric_leaves(r.result)), **_flatten(r.params)} for r in runs]  # what analysis reads
+    analysis = {"analysis": kind.analysis(_spec_values(spec), flat) if runs else {}} if kind.analysis else {}
     return {
         "sweep": spec.name,
         "description": spec.description,

@@ -99,9 +99,11 @@ def register_task(
 
     `report(values, results) -> Markdown`, if given, adds the task's own tables to the sweep
     report: `values` maps each spec field to its values ([params] as one-element lists, [grid]
-    as written), `results` are the finished runs' results from the store. `analysis(values, results)
-    -> JSON-able dict`, if given, is stored in the report as `analysis`: the statistics across runs
-    (fits, pooled counts) that its readers format and never recompute. `code_root`: the module whose
+    as written), `results` are the finished runs' results from the store. `analysis(values, runs)
+    -> JSON-able dict`, if given, computes the statistics across runs (fits, pooled counts) that the
+    report stores as `analysis` and its readers format and never recompute; `runs` holds each finished
+    run's numeric results and its parameters, flattened to dotted names (as the report's runs hold
+    them, there filtered to its metrics). `code_root`: the module whose
     code fingerprint stamps the results (default: `fn`'s module).
     """
     if defaults is not None and expand is not None:
