@@ -51,9 +51,7 @@ def index_page(results: Results) -> str:
 def registered_tasks() -> list[tuple[str, str]]:
     """Every registered sweep task by name, with the first line of its docstring."""
     tasks = registry.declared("task")
-    return [
-        (name, ((tasks[name].run.__doc__ or "").strip().splitlines() or ["-"])[0]) for name in sorted(tasks)
-    ]
+    return [(name, (tasks[name].run.__doc__ or "").strip().partition("\n")[0]) for name in sorted(tasks)]
 
 
 def example_specs(folder: Path) -> list[tuple[str, SweepSpec, int]]:
@@ -105,5 +103,5 @@ def adding_page(results: Results) -> str:
         database=DATABASE,
         example=example,
         entry_points=entry_point_lines(example("pyproject.toml")),
-        api=api_entries(),
+        api=api_entries,
     )

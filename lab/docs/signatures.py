@@ -12,21 +12,11 @@ import inspect
 import sys
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 from lab.core import registry
 
-# (module, names), every public function the module defines when names is None
-API: tuple[tuple[str, tuple[str, ...] | None], ...] = (
-    ("lab.core.records", ("Record", "upper_bound_record", "lower_bound_record", "report_record")),
-    ("lab.core.stats", ("clopper_pearson", "hoeffding", "normal_mean", "power_law_fit")),
-    ("lab.core.registry", ("register",)),
-    ("lab.testing", ("load_profile",)),
-    ("checks.search", ("hypothesis_maximum",)),
-    ("checks.strategies.routing", None),
-    ("checks.strategies.patchwise", None),
-    ("checks.strategies.makkuva", None),
-)
+Entry = tuple[str, str, list[tuple[str, str]]]  # signature, docstring, (property, its docstring)
 
 
 def _annotation(value: Any) -> str:
@@ -78,28 +68,22 @@ def _field(f: dataclasses.Field) -> str:
     return text
 
 
-class ApiEntry(NamedTuple):
-    """One API entry: its signature as the source writes it, its docstring, its properties' docstrings."""
-
-    head: str
-    doc: str
-    properties: list[tuple[str, str]]
-
-
-def entry(name: str, obj: Any) -> ApiEntry:
-    """The entry of a function, or of a dataclass with its fields and its `outcome` and `ok` properties."""
+def entry(name: str, obj: Any) -> Entry:
+    """One API entry: the signature as the source writes it (a dataclass's fields), the docstring, and
+    (name, docstring) of the `outcome` and `ok` properties a dataclass has."""
     if dataclasses.is_dataclass(obj):
         head = f"{name}({', '.join(_field(f) for f in dataclasses.fields(obj))})"
         properties = [(p, inspect.getdoc(getattr(obj, p))) for p in ("outcome", "ok") if hasattr(obj, p)]
     else:
         head, properties = signature(name, obj), []
-    return ApiEntry(head, inspect.getdoc(obj) or "", properties)
+    return head, inspect.getdoc(obj) or "", properties
 
 
-def api_entries() -> list[tuple[str, list[ApiEntry]]]:
-    """Every entry of `API`, module by module; a `checks` module the registry did not load is left out."""
+def api_entries(modules: list[tuple[str, list[str] | None]]) -> list[tuple[str, list[Entry]]]:
+    """The entries of each (module, names), every public function the module defines when names is none;
+    a `checks` module the registry did not load is left out."""
     found = []
-    for module_name, names in API:
+    for module_name, names in modules:
         module = _module(module_name)
         if module is not None:
             chosen = names if names is not None else _public(module)
