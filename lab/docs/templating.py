@@ -1,5 +1,6 @@
-"""Pages from Jinja2 templates (`lab/docs/templates/`): undefined names are errors, the formatting helpers
-of `lab.docs.markdown` are filters, and a template names a verify record by claim and key.
+"""Pages from Jinja2 templates (`lab/docs/templates/`): an undefined name stops the render with one line
+naming the page (a `ResultsError`), the formatting helpers of `lab.docs.markdown` are filters, and a
+template names a verify record by claim and key.
 
 `record(claim, key)` is the record of `claim` with `key` in the verify results; when there is none the
 render stops with one line naming the page, the claim and the key (a `ResultsError`, exit status 2).
@@ -50,4 +51,7 @@ def render(template: str, page: str, results: Results, **context: Any) -> str:
         return [r for r in results.records if r["claim"] == claim and r.get("key") not in keys]
 
     variables = {"page": page, "results": results, "record": record, "others": others}
-    return ENVIRONMENT.get_template(template).render(**variables, **context)
+    try:
+        return ENVIRONMENT.get_template(template).render(**variables, **context)
+    except jinja2.UndefinedError as exc:  # a value the template names and the page was not given
+        raise ResultsError(f"{page}: {template}: {exc}") from None

@@ -1,4 +1,4 @@
-"""The plugin author's guide: the example's entry-point lines, generated signatures, importable profiles."""
+"""The guides: the example plugin quoted, signatures as written, a missing value named, the test profiles."""
 
 import tomllib
 from pathlib import Path
@@ -7,8 +7,9 @@ import pytest
 from hypothesis import settings
 
 from lab.docs.guides import EXAMPLE, adding_page, entry_point_lines
-from lab.docs.results import load_results
+from lab.docs.results import ResultsError, load_results
 from lab.docs.signatures import signature
+from lab.docs.templating import render
 from lab.testing import PROFILES, load_profile
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
@@ -39,6 +40,11 @@ def test_the_api_section_renders_signatures_as_written():
         "load_profile(name: str | None = None) -> None",
     ):
         assert expected in page
+
+
+def test_a_value_the_template_names_and_the_page_lacks_stops_the_render_naming_the_page():
+    with pytest.raises(ResultsError, match=r"^index\.md: index\.md\.j2: 'papers' is undefined$"):
+        render("index.md.j2", "index.md", load_results(RESULTS))
 
 
 def test_the_hypothesis_profiles_are_importable_and_named():
