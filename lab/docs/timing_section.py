@@ -1,4 +1,5 @@
-"""The performance page's replication timings (`results/timing/*.json`) beside their arithmetic floor."""
+"""The performance page's replication timings (`results/timing/*.json`) beside their arithmetic floor: the
+values `templates/timing.md.j2` shows."""
 
 from __future__ import annotations
 
@@ -8,37 +9,10 @@ from typing import Any
 
 from lab.chen2022.runs import TIER_SIZES
 from lab.docs.arithmetic_floor import run_flops
-from lab.docs.markdown import code, fixed, num, pct, table
 from lab.docs.results import Results
 
 TARGET_MINUTES = 15.0
 TARGET_TABLES = ["table1", "table3"]
-
-TIMING_TEXT = f"""\
-### Replication wall time
-
-`python -m lab replicate ... --timing PATH` records one invocation: its command, wall and CPU time
-(the `--jobs` workers included), the cores, the code fingerprint, how many runs the run store of
-`--out` held when it began, and every run it trained with its steps and seconds; the records below
-are `results/timing/*.json`. The target is `replicate {" ".join(TARGET_TABLES)} --seeds 10` for the
-stated model from an empty run store in at most {fixed(TARGET_MINUTES, 0)} min of wall time on 2
-cores, in float64 and in float32.
-
-The arithmetic floor counts the dense products no structured step avoids
-(`lab.docs.arithmetic_floor`: the experts' noise patches forward and backward, an MoE router's two
-products) over every step of the runs the invocation trained, and divides the FLOP by the peak
-multiply-add rate of one core in the record's dtype times the cores: the bench summary's
-`peak_fma_float64` or `peak_fma_float32` (`benchmarks/test_bench_peak.py`: independent chains of
-64-byte vector FMAs, no memory traffic). No kernel runs faster than that, so the floor is a limit.
-One-thread DGEMM is not: on this machine NumPy's OpenBLAS runs its Haswell kernels (32-byte
-vectors, as threadpoolctl reports), and the structured cubic kernels, with 64-byte ones, outrun it.
-The second table splits each record by model: the runs' own seconds (each run in a process with the
-Numba threads ÷ jobs), the rate they reached, per thread, as a fraction of that peak rate, and the
-minutes of wall time above the floor the model accounts for (its runs' seconds beyond their own
-floor, divided by the jobs that ran at once). The code column gives each record's code fingerprint
-and says whether every committed table run carries the same one:
-a record made by other code timed other kernels."""
-
 
 PEAK_PREFIX = "peak_fma_"  # and the dtype: the kernel names of `benchmarks/test_bench_peak.py`
 
@@ -83,14 +57,6 @@ def target_status(record: dict[str, Any]) -> str:
     return "met" if record["wall_seconds"] / 60 <= TARGET_MINUTES else "not met"
 
 
-def code_status(results: Results, record: dict[str, Any]) -> str:
-    """The record's code fingerprint and whether the committed table runs were all made by that code."""
-    codes = {run.get("code") for rep in results.replications for run in rep.payload.get("runs", [])}
-    if not codes:
-        return record["code"]
-    return f"{record['code']} ({'as' if codes == {record['code']} else 'not as'} the table runs)"
-
-
 def _model(run: dict[str, Any]) -> str:
     if run["model"].startswith("single"):
         return f"{run['model']}, {run['filters']} filters"
@@ -131,69 +97,28 @@ def model_times(results: Results, record: dict[str, Any]) -> list[ModelTime]:
     return found
 
 
-def breakdown_rows(results: Results, name: str, record: dict[str, Any]) -> list[tuple]:
-    """Per model of one record: runs, the runs' own seconds, FLOP, the rate per thread, and the minutes
-    of wall time above the floor it accounts for."""
-    return [
-        (
-            name,
-            t.model,
-            t.runs,
-            fixed(t.seconds, 0),
-            num(t.flops / 1e12),
-            num(t.per_thread / 1e9),
-            pct(t.fraction, 0),
-            fixed(t.above_minutes, 1),
-        )
-        for t in model_times(results, record)
-    ]
+def same_code(results: Results, record: dict[str, Any]) -> bool | None:
+    """Whether the committed table runs were all made by the record's code (None without table runs)."""
+    codes = {run.get("code") for rep in results.replications for run in rep.payload.get("runs", [])}
+    return codes == {record["code"]} if codes else None
 
 
-def timing_section(results: Results) -> str:
-    """The timings table and where their time went, or a line saying none is committed."""
-    if not results.timing:
-        return TIMING_TEXT + "\n\nNo timing record committed yet (`results/timing/` is empty)."
-    rows, parts = [], []
+def timing_values(results: Results) -> dict[str, Any]:
+    """The values of `templates/timing.md.j2`: the target, and each record (`name`, `record`) with its
+    floor, wall time ÷ floor, CPU use of the cores, target status, code check and per-model times."""
+    timing = []
     for name, record in results.timing:
-        wall = record["wall_seconds"] / 60
         floor = floor_minutes(results, record)
-        rows.append(
-            (
-                name,
-                code(record["command"]),
-                record["run_files_at_start"],
-                len(record["runs"]),
-                fixed(wall, 1),
-                fixed(record["cpu_seconds"] / 60, 1),
-                pct(record["cpu_seconds"] / record["wall_seconds"] / record["cores"], 0),
-                fixed(floor, 1),
-                "-" if floor is None else f"{wall / floor:.2f}×",
-                code_status(results, record),
-                target_status(record),
-            )
+        timing.append(
+            {
+                "name": name,
+                "record": record,
+                "floor": floor,
+                "wall_over_floor": None if floor is None else record["wall_seconds"] / 60 / floor,
+                "cpu_use": record["cpu_seconds"] / record["wall_seconds"] / record["cores"],
+                "status": target_status(record),
+                "same_code": same_code(results, record),
+                "models": model_times(results, record),
+            }
         )
-        parts += breakdown_rows(results, name, record)
-    head = (
-        "record",
-        "command",
-        "stored runs at start",
-        "runs trained",
-        "wall (min)",
-        "CPU (min)",
-        "CPU use of the cores",
-        "floor (min)",
-        "wall ÷ floor",
-        "code",
-        f"≤ {fixed(TARGET_MINUTES, 0)} min",
-    )
-    split = (
-        "record",
-        "model",
-        "runs",
-        "run seconds",
-        "TFLOP",
-        "GFLOP/s per thread",
-        "of the peak rate",
-        "wall above the floor (min)",
-    )
-    return "\n\n".join([TIMING_TEXT, table(head, rows), table(split, parts)])
+    return {"timing": timing, "target_minutes": TARGET_MINUTES, "target_tables": TARGET_TABLES}

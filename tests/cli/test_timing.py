@@ -16,7 +16,8 @@ from lab.docs.arithmetic_floor import run_flops
 from lab.docs.findings_kernels import _replication_time
 from lab.docs.markdown import pct
 from lab.docs.results import BenchSummary, Replication, Results, ResultsError, load_timing
-from lab.docs.timing_section import breakdown_rows, code_status, floor_minutes, model_times, timing_section
+from lab.docs.templating import render
+from lab.docs.timing_section import floor_minutes, model_times, same_code, timing_values
 from lab.sweeps.keys import task_key
 
 
@@ -128,25 +129,33 @@ def test_no_floor_without_trained_runs_or_a_peak_rate():
     assert floor_minutes(_results(_record(), peak=None), _record()) is None
 
 
+def _timing_section(results: Results) -> str:
+    """The performance page's section on the timings (`templates/timing.md.j2`)."""
+    return render("timing.md.j2", "performance.md", results, **timing_values(results))
+
+
+def _timing_tables(record: dict) -> tuple[list[str], list[str]]:
+    """The rows of the timings table and of its split by model."""
+    timings, split = _timing_section(_results(record)).split("\n\n")[-2:]
+    return timings.splitlines()[2:], split.splitlines()[2:]
+
+
 def test_the_split_gives_each_models_rate_and_its_minutes_above_the_floor():
-    rows = breakdown_rows(_results(_record()), "t.json", _record())
-    assert [row[1] for row in rows] == ["single (linear), 128 filters", "single (nonlinear), 128 filters"]
+    rows = _timing_tables(_record())[1]
+    assert [row.split(" | ")[1] for row in rows] == [
+        "single (linear), 128 filters",
+        "single (nonlinear), 128 filters",
+    ]
     flops = run_flops(_runs()[1], 16_000)  # one run of 60 s on threads ÷ jobs = 1 thread
     rate = flops / 60
     above = (60 - flops / 50e9) / 2 / 60  # beyond its floor at the peak rate, ÷ the 2 jobs
-    assert rows[1][2:] == (
-        1,
-        "60",
-        f"{flops / 1e12:.3g}",
-        f"{rate / 1e9:.3g}",
-        pct(rate / 50e9, 0),
-        f"{above:.1f}",
-    )
+    cells = ["1", "60", f"{flops / 1e12:.3g}", f"{rate / 1e9:.3g}", pct(rate / 50e9, 0), f"{above:.1f}"]
+    assert rows[1].endswith(" | ".join(cells) + " |")
 
 
 def test_the_target_is_judged_only_on_the_targets_invocation_from_an_empty_directory():
     def row(record: dict) -> str:
-        return timing_section(_results(record)).split("\n\n")[-2].splitlines()[-1]
+        return _timing_tables(record)[0][-1]
 
     assert row(_record()).endswith("| met |")
     assert row(_record(wall_seconds=901.0)).endswith("| not met |")
@@ -163,9 +172,11 @@ def test_a_record_says_whether_the_table_runs_share_its_code():
             replications=[Replication(Path("t1.json"), "table1", "paper", "full", payload)],
         )
 
-    assert code_status(results("abc", "abc"), _record()) == "abc (as the table runs)"
-    assert code_status(results("abc", "xyz"), _record()) == "abc (not as the table runs)"
-    assert code_status(_results(_record()), _record()) == "abc"
+    assert same_code(results("abc", "abc"), _record()) is True
+    assert same_code(results("abc", "xyz"), _record()) is False
+    assert same_code(_results(_record()), _record()) is None
+    assert "| abc (not as the table runs) |" in _timing_section(results("abc", "xyz"))
+    assert "| abc | met |" in _timing_tables(_record())[0][-1]
 
 
 def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_above_its_floor():
