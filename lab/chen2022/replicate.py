@@ -11,7 +11,10 @@ resumes where it stopped and a run from other code is stale. Runs are shared bet
 target's summary OUT/TARGET.json keeps every run slim (`slim`); a run is looked up in the run store,
 then in the summaries under OUT, and trained only when neither holds it from the current code, so a
 fresh clone re-renders the committed tables without training (`lab.chen2022.recertify` re-stamps
-runs after a change meant to move no number).
+runs after a change meant to move no number). A summary stores its statistics beside its runs
+(`lab.chen2022.replicate_report.SUMMARY_STATISTICS`), and every time it writes one, the command rewrites
+the analysis beside it, OUT/analysis.json (`write_analysis`): the statistics over several summaries
+(float32 against float64, Table 1 with Table 3; `lab.chen2022.replicate_analysis`).
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lab.chen2022.replicate_analysis import ANALYSIS_NAME, analysis_text, replicate_analysis
 from lab.chen2022.replicate_report import (
-    cell_pairs,
-    cell_statistics,
+    SUMMARY_STATISTICS,
     format_cells,
     format_table,
+    summary_statistics,
     write_figures,
 )
 from lab.chen2022.runs import (
@@ -195,6 +199,25 @@ def committed_runs(out: Path) -> dict[str, dict]:
     return found
 
 
+def write_analysis(folder: Path) -> Path:
+    """Rewrite the replicate analysis beside the summaries in `folder` (`ANALYSIS_NAME`) from all of them:
+    the statistics over several summaries, each summary named with the digest of the text it was read
+    from (`lab.chen2022.replicate_analysis`)."""
+    summaries = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            text = path.read_text()
+            payload = json.loads(text)
+        except (ValueError, UnicodeDecodeError):
+            continue  # named by `committed_runs`
+        if is_summary(payload):
+            summaries[path.name] = (text, payload)
+    analysis = replicate_analysis({name: payload for name, (_, payload) in summaries.items()})
+    path = folder / ANALYSIS_NAME
+    write_text_atomic(path, analysis_text(analysis, {name: text for name, (text, _) in summaries.items()}))
+    return path
+
+
 def is_summary(payload: object) -> bool:
     """Whether a JSON file's content is (meant as) a Chen et al. target's summary."""
     return (
@@ -278,14 +301,16 @@ def summary_runs(records: list[dict]) -> tuple[dict | None, list[dict]]:
 
 
 def summary_text(payload: dict) -> str:
-    """A summary as JSON with one line per cell, pair and run: compact, and a rerun's diff names the
-    runs it changed."""
-    lines = {k: v for k, v in payload.items() if k in ("cells", "pairs", "runs")}
+    """A summary as JSON with one line per run and per row of its statistics: compact, and a rerun's diff
+    names the runs it changed."""
+    lines = {k: v for k, v in payload.items() if k in (*SUMMARY_STATISTICS, "runs")}
     head = json.dumps({k: v for k, v in payload.items() if k not in lines}, indent=2, allow_nan=False)
     blocks = [
         f'  "{name}": [\n'
         + ",\n".join("    " + json.dumps(item, separators=(",", ":"), allow_nan=False) for item in items)
         + "\n  ]"
+        if items
+        else f'  "{name}": []'
         for name, items in lines.items()
     ]
     return head[:-2] + ",\n" + ",\n".join(blocks) + "\n}\n"
@@ -319,8 +344,8 @@ def run_target(target: str, args) -> int:
     start = time.perf_counter()
     _configs, records = replicate(target, args)
     out = Path(args.out)
-    cells = cell_statistics(target, records)
-    table = format_cells(target, cells)
+    statistics = summary_statistics(target, records)
+    table = format_cells(target, statistics["cells"])
     header = (
         f"## {TARGET_HELP[target]}\n\nvariant `{args.variant}`, tier `{args.tier}`, "
         f"experts' arithmetic `{args.arithmetic}` in `{args.dtype}`, seeds "
@@ -344,11 +369,10 @@ def run_target(target: str, args) -> int:
             "wall_seconds": time.perf_counter() - start,
         },
     }
-    payload["cells"] = cells
-    if pairs := cell_pairs(target, records):
-        payload["pairs"] = pairs
+    payload |= statistics
     payload["versions"], payload["runs"] = summary_runs(records)
     write_text_atomic(_json_path(target, args), summary_text(payload))
+    write_analysis(_json_path(target, args).parent)
     figures = write_figures(stem, records, out) if plots.available() else []
     print(header + table)
     if not args.quiet:

@@ -8,6 +8,7 @@ import numpy as np
 from scipy import stats
 
 from lab.chen2022 import data
+from lab.chen2022.baselines import single_config
 from lab.chen2022.tables import TARGETS, Cell
 from lab.core import plots
 
@@ -80,7 +81,8 @@ def _fmt(mean: float, std: float | None, digits: int) -> str:
     return f"{mean:.{digits}f}" if std is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
-def _matches(record: dict, cell: Cell) -> bool:
+def in_cell(record: dict, cell: Cell) -> bool:
+    """Whether a run record is a run of `cell` (its model and parameters)."""
     return record["model"] == cell.model and all(record.get(k) == v for k, v in cell.params.items())
 
 
@@ -91,7 +93,7 @@ def cell_statistics(target: str, records: list[dict]) -> list[dict]:
     cells = []
     for cell in TARGETS[target]:
         for s in sorted(cell.paper):
-            rows = [r for r in records if r["setting"] == s and _matches(r, cell)]
+            rows = [r for r in records if r["setting"] == s and in_cell(r, cell)]
             if not rows:
                 continue
             finite = [r["test_accuracy"] for r in rows if r.get("diverged_at") is None]
@@ -129,8 +131,8 @@ def paired_difference(first: list[float], second: list[float]) -> tuple[float, f
 
 def cell_pairs(target: str, records: list[dict]) -> list[dict]:
     """Per setting the paper reports, the target's `PAIRED_CELLS` over the seeds both ran (two or more):
-    each cell's mean test accuracy and the mean paired difference (second − first) with its interval.
-    A summary stores these as `pairs`."""
+    each cell's mean test accuracy, the mean paired difference (second − first) with its interval, and
+    the paper's difference of the two cells. A summary stores these as `pairs`."""
     if target not in PAIRED_CELLS:
         return []
     cells = {cell.label: cell for cell in TARGETS[target]}
@@ -138,7 +140,7 @@ def cell_pairs(target: str, records: list[dict]) -> list[dict]:
     pairs = []
     for s in sorted(second.paper):
         a, b = (
-            {r["seed"]: r["test_accuracy"] for r in records if r["setting"] == s and _matches(r, c)}
+            {r["seed"]: r["test_accuracy"] for r in records if r["setting"] == s and in_cell(r, c)}
             for c in (first, second)
         )
         seeds = sorted(set(a) & set(b))
@@ -156,23 +158,96 @@ def cell_pairs(target: str, records: list[dict]) -> list[dict]:
                 "second_mean": float(np.mean(y)),
                 "difference": mean,
                 "interval": [low, high],
+                "paper_difference": second.paper[s][0] - first.paper[s][0],
             }
         )
     return pairs
 
 
-def summary_pairs(payload: dict) -> list[dict]:
-    """A summary's `pairs`; summaries written before they were stored get them from their runs."""
-    if "pairs" in payload:
-        return payload["pairs"]
-    return cell_pairs(payload["config"]["target"], payload["runs"])
+def linear_singles(target: str, records: list[dict]) -> list[dict]:
+    """Per filter count J, the linear single CNNs that kept their training loss: runs, the range of the
+    last training loss, the largest seed sd of a setting's test accuracy (None with one seed per
+    setting), and Adam's rate lr, by which u = Σ_j a_j w_j moves up to J·lr per coordinate in one step.
+    A summary stores these as `linear_singles`."""
+    by_filters: dict[int, list[dict]] = {}
+    for r in records:
+        if r["model"] == "single (linear)" and r.get("history", {}).get("loss"):
+            by_filters.setdefault(r["filters"], []).append(r)
+    rows = []
+    for filters, runs in sorted(by_filters.items()):
+        last = [r["history"]["loss"][-1] for r in runs]
+        by_setting: dict[int, list[float]] = {}
+        for r in runs:
+            by_setting.setdefault(r["setting"], []).append(r["test_accuracy"])
+        sds = [float(np.std(accs, ddof=1)) for accs in by_setting.values() if len(accs) > 1]
+        rows.append(
+            {
+                "filters": filters,
+                "runs": len(runs),
+                "last_loss": [min(last), max(last)],
+                "largest_seed_sd": max(sds) if sds else None,
+                "lr": single_config(runs[0]["variant"], activation="linear").lr,
+            }
+        )
+    return rows
+
+
+def stopping_points(target: str, records: list[dict]) -> list[dict]:
+    """Per single-CNN cell whose runs stop by the authors' loss rule (the reference-code variant), over
+    the settings the paper reports: runs, how many stopped early, steps (min, median, max), test
+    accuracy (min, max), and the rule: first tested at step `stop_start`, stopping on a loss more than
+    `stop_rise` above its minimum. A summary stores these as `stopping`."""
+    rows = []
+    for cell in (c for c in TARGETS[target] if c.model.startswith("single")):
+        runs = [r for r in records if r["setting"] in cell.paper and in_cell(r, cell)]
+        rule = single_config(runs[0]["variant"]) if runs else None
+        if rule is None or rule.stopping == "none":
+            continue
+        steps, accuracy = [r["steps"] for r in runs], [r["test_accuracy"] for r in runs]
+        rows.append(
+            {
+                "cell": cell.label,
+                "runs": len(runs),
+                "stopped_early": sum(bool(r["stopped_early"]) for r in runs),
+                "steps": [min(steps), float(np.median(steps)), max(steps)],
+                "test_accuracy": [min(accuracy), max(accuracy)],
+                "stop_start": rule.stop_start,
+                "stop_rise": rule.stop_rise,
+            }
+        )
+    return rows
+
+
+# What a summary stores beside its runs, each computed from them where the summary is written.
+SUMMARY_STATISTICS = {
+    "cells": cell_statistics,
+    "pairs": cell_pairs,
+    "linear_singles": linear_singles,
+    "stopping": stopping_points,
+}
+
+
+def summary_statistics(target: str, records: list[dict]) -> dict[str, list[dict]]:
+    """Every statistic of `SUMMARY_STATISTICS` over a target's runs, as a summary stores them."""
+    return {name: statistic(target, records) for name, statistic in SUMMARY_STATISTICS.items()}
+
+
+def summary_statistic(payload: dict, name: str) -> list[dict]:
+    """A summary's statistic `name`. FALLBACK for summaries written before it was stored, which get it
+    from their runs: delete (with `summary_cells` and `summary_pairs`) once every summary is rewritten."""
+    if name in payload:
+        return payload[name]
+    return SUMMARY_STATISTICS[name](payload["config"]["target"], payload["runs"])
 
 
 def summary_cells(payload: dict) -> list[dict]:
-    """A summary's `cells`; summaries written before they were stored get them from their runs."""
-    if "cells" in payload:
-        return payload["cells"]
-    return cell_statistics(payload["config"]["target"], payload["runs"])
+    """A summary's `cells` (`summary_statistic`'s fallback for summaries written before)."""
+    return summary_statistic(payload, "cells")
+
+
+def summary_pairs(payload: dict) -> list[dict]:
+    """A summary's `pairs` (`summary_statistic`'s fallback for summaries written before)."""
+    return summary_statistic(payload, "pairs")
 
 
 def format_table(target: str, records: list[dict]) -> str:

@@ -12,7 +12,17 @@ from scipy import stats
 
 from lab.chen2022 import replicate as R
 from lab.chen2022 import runs
-from lab.chen2022.replicate_report import PAIRED_CELLS, cell_pairs, format_cells, summary_cells, summary_pairs
+from lab.chen2022.replicate_analysis import ANALYSIS_NAME, digest, stored_analysis
+from lab.chen2022.replicate_report import (
+    PAIRED_CELLS,
+    SUMMARY_STATISTICS,
+    cell_pairs,
+    cell_statistics,
+    format_cells,
+    summary_cells,
+    summary_pairs,
+    summary_statistic,
+)
 from lab.core import registry
 from lab.core.errors import InputError
 from lab.sweeps.keys import task_key
@@ -159,12 +169,49 @@ def test_a_summary_stores_its_cells_statistics_and_older_summaries_get_them_from
 ):
     assert R.run_target("table1", replicate_args(settings=[1], seeds=2)) == 0
     payload = json.loads((tmp_path / "table1.json").read_text())
-    assert payload["cells"] == R.cell_statistics("table1", payload["runs"])
+    assert payload["cells"] == cell_statistics("table1", payload["runs"])
     assert [(c["setting"], c["runs"]) for c in payload["cells"]] == [(1, 2)] * 4
     older = {k: v for k, v in payload.items() if k != "cells"}
     assert summary_cells(older) == summary_cells(payload) == payload["cells"]
     assert format_cells("table1", payload["cells"]) in (tmp_path / "table1.md").read_text()
-    assert "pairs" not in payload  # table1 pairs no cells
+    assert payload["pairs"] == []  # table1 pairs no cells
+
+
+def test_the_writer_stores_every_statistic_and_the_analysis_the_fallbacks_give_the_same(
+    tiny, replicate_args, tmp_path, monkeypatch
+):
+    """Each summary stores `SUMMARY_STATISTICS` and the analysis beside it is rewritten from every summary
+    (float32 paired with float64, the stalled runs); the on-read fallbacks for summaries written before
+    give the same values from the runs alone."""
+    monkeypatch.setitem(R.TIER_SIZES, "full", R.TIER_SIZES["quick"])
+    for fields in ({}, {"dtype": "float32"}, {"variant": "reference-code"}):
+        assert R.run_target("table1", replicate_args(settings=[1], tier="full", **fields)) == 0
+    texts = {p.name: p.read_text() for p in sorted(tmp_path.glob("table1*.json"))}
+    summaries = {name: json.loads(text) for name, text in texts.items()}
+    for payload in summaries.values():
+        for name in SUMMARY_STATISTICS:
+            older = {k: v for k, v in payload.items() if k != name}
+            assert summary_statistic(older, name) == payload[name]
+    (linear,) = summaries["table1.json"]["linear_singles"]
+    assert (linear["filters"], linear["runs"], linear["lr"]) == (128, 2, 0.01)
+    stopping = summaries["table1_reference-code.json"]["stopping"]
+    assert [row["cell"] for row in stopping] == [
+        c.label for c in R.TARGETS["table1"] if c.model.startswith("single")
+    ]
+    assert summaries["table1.json"]["stopping"] == []  # the stated model's singles run every step
+    analysis = json.loads((tmp_path / ANALYSIS_NAME).read_text())
+    assert analysis["summaries"] == {name: digest(text) for name, text in texts.items()}
+    written = {k: v for k, v in analysis.items() if k not in ("format", "summaries")}
+    assert written == stored_analysis(None, summaries) and stored_analysis(written, {}) is written
+    (pair,) = analysis["precision"]
+    assert (pair["float64"], pair["float32"], pair["variant"]) == (
+        "table1.json",
+        "table1_float32.json",
+        "paper",
+    )
+    assert [row["seeds"] for row in pair["rows"]] == [2] * 4 and len(pair["rounding"]) == 4
+    assert analysis["stalled"]["runs"] == 4  # setting 1, two seeds, each in float64 and in float32
+    assert analysis["same_init"] is None  # no Table 10 summary
 
 
 def test_a_table3_summary_pairs_its_single_cnns_by_seed():
@@ -293,7 +340,9 @@ def test_a_summary_keeps_final_metrics_and_only_the_series_the_docs_read(tiny, r
     assert R.run_target("table1", replicate_args(settings=[1], seeds=1)) == 0
     text = (tmp_path / "table1.json").read_text()
     payload = json.loads(text)
-    assert text.count("\n    {") == len(payload["cells"]) + len(payload["runs"]) == 4 + 4  # a line each
+    rows = sum(len(payload[name]) for name in SUMMARY_STATISTICS)  # cells and the linear single's row
+    assert text.count("\n    {") == rows + len(payload["runs"]) == 4 + 1 + 4  # a line each
+    assert '  "pairs": [],\n' in text  # a statistic with no rows: one line
     for run in payload["runs"]:
         assert "curves" not in run and "versions" not in run and run["code"] == R.run_code()
         assert set(run.get("history", {})) == ({"loss"} if run["model"].startswith("single") else set())

@@ -1,0 +1,207 @@
+"""The replicate analysis: statistics over several summaries of one folder, which `python -m lab replicate`
+rewrites beside them (`OUT/analysis.json`, `lab.chen2022.replicate.write_analysis`) every time it writes
+a summary, from every summary the folder holds. Its fields (format `ANALYSIS_FORMAT`):
+
+- `summaries`: by file name, the digest of the summary text it was computed from (the docs refuse an
+  analysis whose summaries changed since);
+- `precision`: per target, variant and arithmetic with a full-tier float64 and float32 summary (their
+  names), the runs paired by cell, setting and seed (same data, seeds and W⁽⁰⁾, only the experts'
+  precision differs): per cell and setting the two means, the mean paired difference (float32 − float64)
+  with its `level` Student-t interval, the float64 seed sd and whether the interval holds 0 (`rows`,
+  `agree`); per cell over its settings, the gaps |float32 − float64| (median, largest, how many exceed
+  `moved_by` points) beside the median gap between two float64 seeds (`rounding`), and the widest pair;
+- `stalled`: the stated-model nonlinear-MoE runs of the full-tier Table 1 and Table 3 summaries, a run
+  of both tables counted once (a seed's float64 and float32 runs are two runs): how many end below
+  `below` % (their rate with its `level` Clopper–Pearson interval), the lowest, the median of the others;
+- `same_init`: per variant, the span of Table 10's cell means (same-init MoEs), beside the paper's span.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+
+import numpy as np
+
+from lab.chen2022.replicate_report import PAIR_LEVEL, cell_statistics, in_cell, paired_difference
+from lab.chen2022.runs import ARITHMETIC, VARIANTS
+from lab.chen2022.tables import TARGETS
+from lab.core.stats import clopper_pearson
+
+ANALYSIS_NAME = "analysis.json"  # beside the summaries
+ANALYSIS_FORMAT = "moe-lab replicate analysis 1"
+STALL_BELOW = 95.0  # test accuracy (%) under which a nonlinear-MoE run counts as stalled
+STALL_LEVEL = 0.95  # two-sided level of the stalled rate's Clopper–Pearson interval
+MOVED_BY = 1.0  # points of test accuracy: a float32 / float64 pair further apart counts as moved
+
+
+def describe(payload: dict) -> tuple[str, str, str, str, str]:
+    """A summary's target, variant, tier, dtype and arithmetic (summaries from before the last two are
+    dense float64)."""
+    config = payload["config"]
+    arithmetic = (config.get("dtype", "float64"), config.get("arithmetic", "dense"))
+    return config["target"], config["variant"], config["tier"], *arithmetic
+
+
+def digest(text: str) -> str:
+    """The digest an analysis names a summary's text by."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _finite(value: float) -> float | None:
+    return value if np.isfinite(value) else None
+
+
+def _by_seed(payload: dict, cell, setting: int) -> dict[int, float]:
+    return {
+        r["seed"]: r["test_accuracy"] for r in payload["runs"] if r["setting"] == setting and in_cell(r, cell)
+    }
+
+
+def precision_pair(target: str, names: tuple[str, str], wide: dict, narrow: dict) -> dict:
+    """One float64 summary (`wide`) against its float32 twin (`narrow`), run by run (see the module)."""
+    rows, rounding, widest = [], {}, None
+    for cell in TARGETS[target]:
+        for setting in sorted(cell.paper):
+            a, b = _by_seed(wide, cell, setting), _by_seed(narrow, cell, setting)
+            seeds = sorted(set(a) & set(b))
+            if not seeds:
+                continue
+            x, y = [a[s] for s in seeds], [b[s] for s in seeds]
+            mean, low, high = paired_difference(x, y)
+            rows.append(
+                {
+                    "cell": cell.label,
+                    "setting": setting,
+                    "seeds": len(seeds),
+                    "float64": float(np.mean(x)),
+                    "float32": float(np.mean(y)),
+                    "difference": mean,
+                    "interval": [_finite(low), _finite(high)],
+                    "seed_sd": float(np.std(x, ddof=1)) if len(x) > 1 else None,
+                    "agree": bool(low <= 0.0 <= high),
+                }
+            )
+            gaps, seed_gaps = rounding.setdefault(cell.label, ([], []))
+            for seed in seeds:
+                gaps.append(abs(b[seed] - a[seed]))
+                if widest is None or gaps[-1] > widest["gap"]:
+                    widest = {"cell": cell.label, "setting": setting, "seed": seed} | {
+                        "float64": a[seed],
+                        "float32": b[seed],
+                        "gap": gaps[-1],
+                    }
+            seed_gaps += [abs(a[one] - a[other]) for one, other in itertools.combinations(seeds, 2)]
+    return {
+        "target": target,
+        "float64": names[0],
+        "float32": names[1],
+        "level": PAIR_LEVEL,
+        "rows": rows,
+        "agree": sum(row["agree"] for row in rows),
+        "moved_by": MOVED_BY,
+        "rounding": [
+            {
+                "cell": label,
+                "pairs": len(gaps),
+                "median": float(np.median(gaps)),
+                "largest": max(gaps),
+                "moved": sum(gap > MOVED_BY for gap in gaps),
+                "seed_median": float(np.median(seed_gaps)) if seed_gaps else None,
+            }
+            for label, (gaps, seed_gaps) in rounding.items()
+        ],
+        "widest": widest,
+    }
+
+
+def precision(summaries: dict[str, dict]) -> list[dict]:
+    """Per target, variant and arithmetic with both full-tier precisions, `precision_pair` (each float32
+    summary paired only with the float64 summary of its own variant and arithmetic)."""
+    pairs = []
+    for target, variant, arithmetic in itertools.product(TARGETS, VARIANTS, ARITHMETIC):
+        pick = {}
+        for name, payload in sorted(summaries.items()):
+            found, kind, tier, dtype, how = describe(payload)
+            if (found, kind, tier, how) == (target, variant, "full", arithmetic):
+                pick[dtype] = name
+        if {"float64", "float32"} <= set(pick):
+            names = (pick["float64"], pick["float32"])
+            pair = precision_pair(target, names, *(summaries[name] for name in names))
+            pairs.append(pair | {"variant": variant, "arithmetic": arithmetic})
+    return pairs
+
+
+def stalled_runs(summaries: dict[str, dict]) -> dict | None:
+    """How often a stated-model nonlinear-MoE run of the full-tier Table 1 and 3 summaries stalls (module)."""
+    found: dict[tuple, float] = {}  # one run is one (setting, seed, dtype, arithmetic)
+    names = set()
+    for name, payload in sorted(summaries.items()):
+        target, variant, tier, dtype, arithmetic = describe(payload)
+        if target in ("table1", "table3") and variant == "paper" and tier == "full":
+            for r in payload["runs"]:
+                if r["model"] == "moe (nonlinear)":
+                    found[r["setting"], r["seed"], dtype, arithmetic] = r["test_accuracy"]
+                    names.add(name)
+    runs = list(found.values())
+    if not runs:
+        return None
+    low = [acc for acc in runs if acc < STALL_BELOW]
+    others = [acc for acc in runs if acc >= STALL_BELOW]
+    return {
+        "summaries": sorted(names),
+        "below": STALL_BELOW,
+        "runs": len(runs),
+        "stalled": len(low),
+        "rate": len(low) / len(runs),
+        "level": STALL_LEVEL,
+        "interval": list(clopper_pearson(len(low), len(runs), STALL_LEVEL)),
+        "lowest": min(runs),
+        "median_others": float(np.median(others)) if others else None,
+    }
+
+
+def same_init_levels(summaries: dict[str, dict]) -> dict | None:
+    """Per variant with a full-tier Table 10 summary (the first by name), the span of its cell means, the
+    cells and the fewest seeds of one; beside the span of the paper's Table 10."""
+    levels = []
+    for variant in VARIANTS:
+        names = [n for n, p in sorted(summaries.items()) if describe(p)[:3] == ("table10", variant, "full")]
+        cells = cell_statistics("table10", summaries[names[0]]["runs"]) if names else []
+        if cells:
+            means = [c["test_accuracy"]["mean"] for c in cells]
+            levels.append(
+                {
+                    "variant": variant,
+                    "summary": names[0],
+                    "low": min(means),
+                    "high": max(means),
+                    "cells": len(cells),
+                    "seeds": min(c["runs"] for c in cells),
+                }
+            )
+    papers = [paper[0] for cell in TARGETS["table10"] for paper in cell.paper.values()]
+    return {"levels": levels, "paper": [min(papers), max(papers)]} if levels else None
+
+
+def replicate_analysis(summaries: dict[str, dict]) -> dict:
+    """The statistics over the summaries (by file name) that the analysis stores (see the module)."""
+    return {
+        "precision": precision(summaries),
+        "stalled": stalled_runs(summaries),
+        "same_init": same_init_levels(summaries),
+    }
+
+
+def analysis_text(analysis: dict, texts: dict[str, str]) -> str:
+    """The analysis file: its format, the digest of each summary's text (by name), then `analysis`."""
+    summaries = {name: digest(text) for name, text in texts.items()}
+    payload = {"format": ANALYSIS_FORMAT, "summaries": summaries} | analysis
+    return json.dumps(payload, indent=1, allow_nan=False) + "\n"
+
+
+def stored_analysis(analysis: dict | None, summaries: dict[str, dict]) -> dict:
+    """The analysis stored beside the summaries, or: FALLBACK for summaries written before the analysis
+    file existed, computed from them (`replicate_analysis`); delete once every summary is rewritten."""
+    return analysis if analysis is not None else replicate_analysis(summaries)
