@@ -4,7 +4,8 @@ This module is the one place that reads pytest-benchmark's saved files (`.benchm
 `--summary PATH` condenses the latest run into the file the docs render
 (`results/bench/summary.json`): per benchmark the kernel, minimum and median time, GFLOP/s, the
 fraction of the one-thread DGEMM rate and the speed-up over its NumPy twin, the ratios measured within
-the run (`MEASURES`), plus the machine.
+the run (`MEASURES`), plus the machine and the statistics across the run's benchmarks that the findings
+show (`statistics`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ import math
 from pathlib import Path
 from typing import Any
 
+from lab.core.descriptions import load_findings
 from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.registry import register_command
 
 SUMMARY_FORMAT = "moe-lab bench summary 1"
+# the lab's findings on its own kernels, which read the summary (`statistics`) and the replication timings
+FINDINGS = load_findings(Path(__file__).with_name("bench_report.findings.toml"))
 # extra_info fields a summary keeps under "measures": ratios and rates taken within one run.
 MEASURES = (
     "ratio_to_dense",
@@ -110,8 +114,103 @@ def report(latest: dict, previous: dict | None) -> str:
     return head + "\n\n" + "\n".join(rows) + "\n"
 
 
+# Benchmarks the summary's statistics single out (`statistics`): the peak multiply-add probes (kernel
+# `peak_fma_<dtype>`, `benchmarks/test_bench_peak.py`), Algorithm 1's step and its NumPy twin, its
+# structured and dense paths, and DGEMM of the noise products' shape.
+PEAK_PREFIX = "peak_fma_"
+STEP, STEP_TWIN = "algorithm1_step", "algorithm1_step_numpy"
+STRUCTURED_STEP, DENSE_STEP = "test_algorithm1_step[numba-structured]", "test_algorithm1_step[numba-dense]"
+SAME_SHAPE_DGEMM = "test_dgemm_of_the_same_shape"
+
+
+def _is_peak(bench: dict) -> bool:
+    """The peak multiply-add probe, a rate and not a kernel."""
+    return bench["kernel"].startswith(PEAK_PREFIX)
+
+
+def _is_twin(bench: dict) -> bool:
+    return "[numpy]" in bench["name"] or bench["kernel"].endswith("_numpy")
+
+
+def kernel_rates(benches: list[dict]) -> dict[str, Any]:
+    """Each kernel's fraction of the one-thread DGEMM rate (NumPy twins and peak probes left out), best
+    first, their median over kernels, and the least and most rounds of any benchmark."""
+    import numpy as np
+
+    fractions = {
+        b["kernel"]: b["fraction_of_dgemm"]
+        for b in benches
+        if b.get("fraction_of_dgemm") is not None and not _is_twin(b) and not _is_peak(b)
+    }
+    rounds = sorted({b["rounds"] for b in benches if b.get("rounds")})
+    return {
+        "fractions": sorted(([k, v] for k, v in fractions.items()), key=lambda kv: (-kv[1], kv[0])),
+        "median": float(np.median(list(fractions.values()))) if fractions else None,
+        "rounds": [rounds[0], rounds[-1]] if rounds else None,
+    }
+
+
+def peak_rates(benches: list[dict]) -> dict[str, dict[str, float]]:
+    """One core's peak multiply-add rate by dtype (float64 first): GFLOP/s and its multiple of DGEMM's."""
+    found: dict[str, dict] = {}
+    for b in benches:
+        if _is_peak(b) and b.get("gflops") and b.get("fraction_of_dgemm"):
+            found.setdefault(b["kernel"].removeprefix(PEAK_PREFIX), b)
+    return {
+        dtype: {"gflops": found[dtype]["gflops"], "fraction_of_dgemm": found[dtype]["fraction_of_dgemm"]}
+        for dtype in ("float64", "float32")
+        if dtype in found
+    }
+
+
+def step_split(benches: list[dict]) -> dict[str, Any] | None:
+    """Algorithm 1's step: its least time and speed-up over its NumPy twin, and the structured step ÷
+    the dense one split into the expert pass and the rest, beside the FLOP ratio, the expert passes'
+    ratio and the same-shape one-thread DGEMM on each of 2 cores ÷ the dense step (None without it)."""
+    kernels = {b["kernel"]: b for b in reversed(benches)}  # the first of each kernel
+    times = {b["name"]: b.get("min_ms") for b in benches}
+    step, twin = kernels.get(STEP, {}), kernels.get(STEP_TWIN, {})
+    found = next((b.get("measures", {}) for b in benches if b["name"] == STRUCTURED_STEP), {})
+    ratio, rest = found.get("ratio_to_dense"), found.get("ratio_to_dense_without_experts")
+    gemm, dense = times.get(SAME_SHAPE_DGEMM), times.get(DENSE_STEP)
+    structured = None
+    if ratio is not None and rest is not None:
+        structured = {
+            "ratio_to_dense": ratio,
+            "rest": rest,
+            "expert_pass": ratio - rest,
+            "flop_ratio": found.get("flop_ratio_to_dense"),
+            "expert_pass_ratio": found.get("expert_pass_ratio_to_dense"),
+            "dgemm_two_cores": gemm / 2 / dense if gemm and dense else None,
+        }
+    step_ms, twin_ms = step.get("min_ms"), twin.get("min_ms")
+    return {
+        "min_ms": step_ms or None,
+        "speedup_vs_numpy_twin": twin_ms / step_ms if step_ms and twin_ms else None,
+        "structured": structured,
+    }
+
+
+def statistics(benches: list[dict]) -> dict[str, Any]:
+    """What the findings say across one run's benchmarks (`kernel_rates`, `peak_rates`, `step_split`)."""
+    return {
+        "kernel_rates": kernel_rates(benches),
+        "peaks": peak_rates(benches),
+        "algorithm1_step": step_split(benches),
+    }
+
+
+# Fallback for summaries written before they held `statistics` (the committed results/bench/summary.json):
+# derived on read from the summary's own benchmarks by the writer's function. Delete it, and its call in
+# `bench()` of lab.docs.findings_data, once that summary is written again.
+def with_older_statistics(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary, with the statistics of its benchmarks where it lacks them."""
+    return summary if "statistics" in summary else summary | {"statistics": statistics(summary["benchmarks"])}
+
+
 def summary(run: dict, source: str) -> dict[str, Any]:
-    """The small JSON the docs render: one entry per benchmark, the machine, the DGEMM reference rate.
+    """The small JSON the docs render: one entry per benchmark, the machine, the DGEMM reference rate and
+    the statistics across the benchmarks (`statistics`).
 
     An entry holds "measures" only when its extra_info has some (see `measures`). The host name is left
     out on purpose; `source` is the saved run's file name.
@@ -153,6 +252,7 @@ def summary(run: dict, source: str) -> dict[str, Any]:
         },
         "dgemm_gflops": dgemm,
         "benchmarks": benches,
+        "statistics": statistics(benches),
     }
 
 

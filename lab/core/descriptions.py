@@ -20,6 +20,7 @@ A check module's findings (where the lab and the paper part ways) sit beside it 
 a Jinja2 fragment; lines of a paragraph are joined) and the lists `records` (`"<claim>/<key>"`, the verify
 records the text names), `sources` (the other files under results/ it reads) and `choices` (the lab's
 choices it depends on). Declared as `FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))`.
+The lab's findings on its own code, on no paper's claim (its kernels), say `paper = "lab"` (`LAB`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class Claim(Declaration):
 
 
 GRADES = ("proven", "measured", "conditional", "numerical note")
+LAB = "lab"  # the paper of the lab's findings on its own code (its kernels), which no paper claims
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,13 @@ helpers, each naming what it reads explicitly:
   (`sweeps/<name>.json` among the finding's `sources`) and the full-tier replication of a target
   (`replicate/<target>` among them), or none when the results do not hold it yet: the template says so,
   usually with `missing(command)`; `replication_cells(target, variant)` that replication's cells beside
-  the paper's (or what to run).
+  the paper's (or what to run); `proof_chain()` the d study's report `results/proof_chain/proof_chain.json`
+  (`proof_chain/proof_chain.json` among the `sources`), its statistics in its `analysis`.
+- `bench()`: the benchmark summary `results/bench/summary.json` (`bench/summary.json` among the
+  `sources`), its statistics in its `statistics`, or none; `bench_target(name)` a performance target
+  (`lab.docs.bench_targets`); `timings()` the replication timings `results/timing/*.json` (`timing/*.json`
+  among the `sources`) with their floors, as the performance page shows them
+  (`lab.docs.timing_section.timing_values`).
 - `record_table(records)`, `table(head, rows)`: Markdown tables; `verify_missing(claims)`,
   `missing(command)` and `replicate_command(target, variant)`: what to run for an absent measurement.
 - `paper_accuracy(target, setting, **params)`: the paper's accuracy (%) in the cell of a replication
@@ -39,9 +45,11 @@ from typing import Any
 import jinja2
 
 from lab.chen2022.tables import TARGETS, Cell
+from lab.cli.bench_report import with_older_statistics
 from lab.core import registry
 from lab.core.descriptions import Finding
 from lab.core.stats import DEFAULT_LEVEL
+from lab.docs.bench_targets import named
 from lab.docs.catalogue import Catalogue
 from lab.docs.evidence import (
     full_tier,
@@ -55,6 +63,8 @@ from lab.docs.markdown import evidence, finding, fixed, pct, table
 from lab.docs.replications_page import command
 from lab.docs.results import Replication, Results, ResultsError, record_by_key
 from lab.docs.templating import ENVIRONMENT
+from lab.docs.timing_section import timing_values
+from lab.sweeps.proof_chain import with_older_analysis
 
 # the findings' own filters (see above)
 ENVIRONMENT.filters.update(measured=measured, pct=pct, fixed=fixed)
@@ -134,6 +144,20 @@ class _Reader:
         self._listed(f"sweeps/{name}.json")
         return self.results.sweeps.get(name)
 
+    def proof_chain(self) -> dict[str, Any] | None:
+        self._listed("proof_chain/proof_chain.json")
+        report = self.results.proof_chain
+        return None if report is None else with_older_analysis(report)  # fallback for an older report
+
+    def bench(self) -> dict[str, Any] | None:
+        self._listed("bench/summary.json")
+        found = [s.payload for s in self.results.bench if s.name == "summary.json"]
+        return with_older_statistics(found[0]) if found else None  # fallback for an older summary
+
+    def timings(self) -> dict[str, Any]:
+        self._listed("timing/*.json")
+        return timing_values(self.results)
+
     def replication(self, target: str, variant: str = "paper") -> Replication | None:
         self._listed(f"replicate/{target}")
         return full_tier(self.results, target, variant)
@@ -149,6 +173,10 @@ class _Reader:
             "extra": self.extra,
             "extra_or_none": self.extra_or_none,
             "sweep": self.sweep,
+            "proof_chain": self.proof_chain,
+            "bench": self.bench,
+            "bench_target": named,
+            "timings": self.timings,
             "replication": self.replication,
             "replication_cells": self.replication_cells,
             "record_table": record_rows,

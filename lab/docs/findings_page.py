@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from lab.docs.findings_chen import FINDINGS as PYTHON_FINDINGS
 from lab.docs.findings_data import registered, render_finding
-from lab.docs.findings_kernels import performance
 from lab.docs.results import Results, ResultsError
 from lab.docs.templating import render
 
@@ -23,7 +22,7 @@ def findings_page(results: Results) -> str:
             return render_finding(page, data[name], results)
         return PYTHON_FINDINGS[name](results)
 
-    text = render("findings.md.j2", page, results, finding=show, kernels=performance(results))
+    text = render("findings.md.j2", page, results, finding=show)
     if unshown := sorted(set(data) - shown):
         raise ResultsError(f"{page}: findings.md.j2 does not show the findings {unshown}")
     return text

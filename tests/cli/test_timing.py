@@ -13,7 +13,7 @@ from lab.chen2022 import replicate as R
 from lab.cli.main import main
 from lab.cli.timing import TIMING_FORMAT
 from lab.docs.arithmetic_floor import run_flops
-from lab.docs.findings_kernels import _replication_time
+from lab.docs.findings_data import registered, render_finding
 from lab.docs.markdown import pct
 from lab.docs.results import BenchSummary, Replication, Results, ResultsError, load_timing
 from lab.docs.templating import render
@@ -179,12 +179,17 @@ def test_a_record_says_whether_the_table_runs_share_its_code():
     assert "| abc | met |" in _timing_tables(_record())[0][-1]
 
 
+def _time_finding(results: Results) -> str:
+    """The findings' replication wall time (`lab/cli/bench_report.findings.toml`)."""
+    return render_finding("findings.md", registered()["replication-time"], results)
+
+
 def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_above_its_floor():
     record = _record()
     above = sum(t.above_minutes for t in model_times(_results(record), record))
-    sentence = _replication_time(_results(record), "t.json", record)
+    sentence = _time_finding(_results(record))
     assert "in float64 took 10.0 min on 2 cores (`t.json`; target ≤ 15 min, met)" in sentence
     assert f"the MoE runs account for 0.0 and the single CNNs for {above:.1f}" in sentence
     other = _record(seeds=1)  # not the target's invocation
-    assert _replication_time(_results(other), "t.json", other) is None
-    assert _replication_time(_results(record, peak=None), "t.json", record) is None  # no floor without a rate
+    assert "No timed invocation of the target" in _time_finding(_results(other))
+    assert "No timed invocation of the target" in _time_finding(_results(record, peak=None))  # no floor

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lab.core import registry
-from lab.core.descriptions import GRADES, DescriptionError, load_findings
+from lab.core.descriptions import GRADES, LAB, DescriptionError, load_findings
 
 FINDING = """paper = "p"
 
@@ -57,7 +57,7 @@ def test_the_labs_findings_name_committed_records_and_known_grades():
     papers = registry.declared("paper")
     for finding in own:
         assert set(finding.records) <= committed, finding.name
-        assert {grade for grade, _ in finding.evidence} <= set(GRADES) and finding.paper in papers
+        assert {grade for grade, _ in finding.evidence} <= set(GRADES) and finding.paper in {*papers, LAB}
 
 
 def test_a_finding_reading_what_its_file_does_not_list_is_refused_naming_the_file():
