@@ -4,7 +4,9 @@ Layout of the results folder (default `results/`):
 
 - `verify.json`: the output of `python -m lab verify --seed 0 --json results/verify.json` (required);
 - `replicate/*.json`: one file per replication run of `python -m lab replicate TARGET --json ...`
-  (optional; the run store `replicate/runs.sqlite`, `*.md` and `*.png` beside them are not read);
+  (optional; the run store `replicate/runs.sqlite`, `*.md` and `*.png` beside them are not read), and
+  `replicate/analysis.json`, the statistics over several of them that the same command rewrites beside
+  them (`lab.chen2022.replicate_analysis`; refused when a summary changed since);
 - `bench/*.json`: benchmark summaries written by `python -m lab bench-report --summary ...` (optional);
 - `timing/*.json`: timings of `python -m lab replicate ... --timing PATH` invocations (optional);
 - `mutation/summary.json` and `mutation/mutants.json`: the mutation score of the checks and tests per
@@ -22,10 +24,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lab.chen2022.replicate_analysis import ANALYSIS_FORMAT, ANALYSIS_NAME, digest
+from lab.chen2022.tables import TARGETS
 from lab.cli.bench_report import SUMMARY_FORMAT
 from lab.cli.timing import TIMING_FORMAT
 from lab.core.errors import InputError
@@ -49,6 +53,7 @@ class Replication:
     payload: dict[str, Any]
     dtype: str = "float64"  # the experts' arithmetic (Chen et al.); files from before it are dense float64
     arithmetic: str = "dense"
+    analysis: dict[str, Any] | None = None  # the replicate analysis beside the file, if any
 
     @property
     def name(self) -> str:
@@ -225,6 +230,26 @@ def load_replication(path: Path) -> Replication:
     if isinstance(data.get("config"), dict) and "target" in data["config"]:
         return _chen_replication(path, data)
     raise ResultsError(f"{path}: not a replication file (no target named in it)")
+
+
+def load_analysis(path: Path, summaries: list[Path]) -> dict[str, Any] | None:
+    """The replicate analysis beside the Chen et al. `summaries` (None when there is none), refused when it
+    was computed from other summaries, or from other texts of them."""
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict) or data.get("format") != ANALYSIS_FORMAT:
+        raise ResultsError(f"{path}: not a replicate analysis (expected format {ANALYSIS_FORMAT!r})")
+    digests = _need(path, data, "summaries", dict)
+    held = {p.name: digest(p.read_text(encoding="utf-8")) for p in summaries}
+    if stale := sorted(name for name in digests.keys() | held.keys() if digests.get(name) != held.get(name)):
+        raise ResultsError(
+            f"{path}: computed from other summaries than its folder holds ({', '.join(stale)}); "
+            f"`python -m lab replicate TARGET --out {path.parent}` rewrites it"
+        )
+    for key in ("precision", "stalled", "same_init"):
+        _need(path, data, key, (list, dict, type(None)))
+    return data
 
 
 def load_bench(path: Path) -> BenchSummary:
@@ -415,7 +440,11 @@ def load_results(folder: str | Path) -> Results:
     if not root.is_dir():
         raise ResultsError(f"{root}: no such results folder")
     verify = load_verify(root / "verify.json")
-    replications = [load_replication(p) for p in sorted((root / "replicate").glob("*.json"))]
+    found = sorted(p for p in (root / "replicate").glob("*.json") if p.name != ANALYSIS_NAME)
+    replications = [load_replication(p) for p in found]
+    chen = [r.path for r in replications if r.target in TARGETS]
+    analysis = load_analysis(root / "replicate" / ANALYSIS_NAME, chen)
+    replications = [replace(r, analysis=analysis) for r in replications]
     bench = [load_bench(p) for p in sorted((root / "bench").glob("*.json"))]
     proof_chain = load_proof_chain(root / "proof_chain" / "proof_chain.json")
     timing = [(p.name, load_timing(p)) for p in sorted((root / "timing").glob("*.json"))]
