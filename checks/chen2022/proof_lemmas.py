@@ -4,7 +4,7 @@ D.1, D.2, D.5 and E.2 hold "with probability ≥ 1 − δ": each is checked as a
 instances, its Clopper–Pearson interval against δ. E.10, E.11 and E.15 are deterministic inequalities,
 checked exactly on many gate outputs; F.1 is a Monte-Carlo rate per (M, G); F.2 runs its sequences.
 Lemma 5.2 is judged on monitored runs at T1 under the theorem's conditions. C.1, C.3, C.4, D.4, E.1
-and E.4 are B4-B8 and B10. The measurements are `lab.chen2022.proof_lemmas`.
+and E.4 are B4-B8 and B10. The measurements are `lemma_ratios.py`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from checks.chen2022 import lemma_ratios
 from checks.chen2022.substrate import with_unscaled_noise
-from lab.chen2022 import data, proof_lemmas
+from lab.chen2022 import data
+from lab.chen2022.data_views import centre_router_input, noise_patches
 from lab.chen2022.metrics import UNIFORM_ROUTING
 from lab.chen2022.proof_monitors import monitored_run, theorem_config
 from lab.chen2022.routing import Uniform, routing_probabilities
@@ -75,10 +77,10 @@ def verify_d1(seed: int, tier: str) -> list[Record]:
     sets = [data.sample(config, signals, n, rng) for _ in range(trials)]
     params = {"setting": 1, "n": n, "K": config.K}
     note = "ratio = max over the 4K + 4K(K − 1) sums of |sum − mean| / (range·√(n log(2N/δ)/2))"
-    premise = np.array([proof_lemmas.hoeffding_ratio(s, config, DELTA) for s in sets])
+    premise = np.array([lemma_ratios.hoeffding_ratio(s, config, DELTA) for s in sets])
     control = np.array(
         [
-            proof_lemmas.hoeffding_ratio(dataclasses.replace(s, y=np.ones_like(s.y)), config, DELTA)
+            lemma_ratios.hoeffding_ratio(dataclasses.replace(s, y=np.ones_like(s.y)), config, DELTA)
             for s in sets
         ]
     )
@@ -118,9 +120,9 @@ def verify_d2(seed: int, tier: str) -> list[Record]:
         "P": config.P,
         "log(4nP/δ)": math.log(4 * n * config.P / DELTA),
     }
-    premise = np.array([proof_lemmas.noise_patch_ratio(s, signals, config, DELTA) for s in sets])
+    premise = np.array([lemma_ratios.noise_patch_ratio(s, signals, config, DELTA) for s in sets])
     control = np.array(
-        [proof_lemmas.noise_patch_ratio(with_unscaled_noise(s), signals, config, DELTA) for s in sets]
+        [lemma_ratios.noise_patch_ratio(with_unscaled_noise(s), signals, config, DELTA) for s in sets]
     )
     return [
         _rate_record(
@@ -150,13 +152,13 @@ def verify_d5(seed: int, tier: str) -> list[Record]:
     config, n, M, J, trials = data.setting(1), 200, 8, 16, _instances(tier, 1000)
     rng = np.random.default_rng(seed)
     signals = data.make_signals(config, rng)
-    noise = proof_lemmas.noise_patches(data.sample(config, signals, n, rng))
+    noise = noise_patches(data.sample(config, signals, n, rng))
     vectors = np.vstack([signals.V, signals.C, noise])
     params = {"setting": 1, "n": n, "M": M, "J": J, "sigma0": SIGMA0, "vectors": vectors.shape[0]}
 
     def ratios(scale: float) -> np.ndarray:
         draws = rng.normal(0.0, scale, size=(trials, M, J, config.d))
-        return np.array([proof_lemmas.init_alignment_ratio(W0, vectors, SIGMA0, DELTA) for W0 in draws])
+        return np.array([lemma_ratios.init_alignment_ratio(W0, vectors, SIGMA0, DELTA) for W0 in draws])
 
     return [
         _rate_record(
@@ -194,12 +196,12 @@ def verify_e2(seed: int, tier: str) -> list[Record]:
         Theta = rng.normal(0.0, scale, size=(config.d, M))
         h = batch.x.sum(axis=1) @ Theta
         P_route = routing_probabilities(h, UNIFORM_ROUTING)
-        a, b = proof_lemmas.route_gradient_pieces(batch.x, batch.y.astype(float), W, Theta, V)
+        a, b = lemma_ratios.route_gradient_pieces(batch.x, batch.y.astype(float), W, Theta, V)
         fresh = np.argmax(h[None] + rng.uniform(size=(draws, n, M)), axis=2)
-        premise.append(proof_lemmas.route_concentration_ratios(a, b, P_route, fresh, DELTA))
+        premise.append(lemma_ratios.route_concentration_ratios(a, b, P_route, fresh, DELTA))
         if scale == 0.0:
             shared = np.argmax(h[None] + rng.uniform(size=(draws, 1, M)), axis=2)
-            control = proof_lemmas.route_concentration_ratios(a, b, P_route, shared, DELTA)
+            control = lemma_ratios.route_concentration_ratios(a, b, P_route, shared, DELTA)
     return [
         _rate_record(
             "e2",
@@ -231,7 +233,7 @@ def _gate_outputs(seed: int, tier: str):
     scales = (0.001, 0.01, 0.1, 0.3, 1.0, 3.0)
     thetas = [rng.normal(0.0, s, size=(config.d, M)) for s in scales]
     h = np.vstack([batch.x.sum(axis=1) @ T for T in thetas])
-    h_centre = np.vstack([proof_lemmas.centre_router_input(batch) @ T for T in thetas])
+    h_centre = np.vstack([centre_router_input(batch) @ T for T in thetas])
     return h, h_centre, {"setting": 1, "n": n, "M": M, "theta_scales": list(scales)}
 
 
@@ -248,7 +250,7 @@ def verify_e10(seed: int, tier: str) -> list[Record]:
             statement="Lemma E.10: π_{m_{i,t}}(x_i) ≥ 1/(eM) for every route Unif[0, 1] noise can draw",
             kind="premise",
             params=params,
-            measured=proof_lemmas.chosen_gate_floor_ratio(h, UNIFORM_ROUTING),
+            measured=lemma_ratios.chosen_gate_floor_ratio(h, UNIFORM_ROUTING),
             note=note,
         ),
         _ratio_record(
@@ -257,7 +259,7 @@ def verify_e10(seed: int, tier: str) -> list[Record]:
             statement="Lemma E.10 with Unif[0, 3] routing noise (Lemma C.4's width 1 broken)",
             kind="negative-control",
             params={**params, "noise": repr(wide)},
-            measured=proof_lemmas.chosen_gate_floor_ratio(h, wide),
+            measured=lemma_ratios.chosen_gate_floor_ratio(h, wide),
         ),
     ]
 
@@ -266,10 +268,10 @@ def verify_e10(seed: int, tier: str) -> list[Record]:
 def verify_e11(seed: int, tier: str) -> list[Record]:
     """Lemma E.11: gates and routing probabilities at x and x̄ differ by O(‖Δh‖∞), O(M²‖Δh‖∞)."""
     h, h_centre, params = _gate_outputs(seed, tier)
-    gates, routes = proof_lemmas.centre_gate_ratios(h, h_centre, UNIFORM_ROUTING)
-    hot_gates, _ = proof_lemmas.centre_gate_ratios(h, h_centre, UNIFORM_ROUTING, temperature=0.1)
+    gates, routes = lemma_ratios.centre_gate_ratios(h, h_centre, UNIFORM_ROUTING)
+    hot_gates, _ = lemma_ratios.centre_gate_ratios(h, h_centre, UNIFORM_ROUTING, temperature=0.1)
     narrow = Uniform(0.0, 1e-4)
-    _, narrow_routes = proof_lemmas.centre_gate_ratios(h, h_centre, narrow)
+    _, narrow_routes = lemma_ratios.centre_gate_ratios(h, h_centre, narrow)
     exact = {**params, "rtol": ROUND_OFF}
     return [
         _ratio_record(
@@ -310,7 +312,7 @@ def verify_e11(seed: int, tier: str) -> list[Record]:
 def verify_e15(seed: int, tier: str) -> list[Record]:
     """Lemma E.15: |π_m − π_m′| ≤ 2|h_m − h_m′| for any two experts (so within a profession ≤ 2Δ_Θ)."""
     h, _, params = _gate_outputs(seed, tier)
-    measured = proof_lemmas.pair_gate_ratio(h)
+    measured = lemma_ratios.pair_gate_ratio(h)
     return [
         _ratio_record(
             key="e15",
@@ -327,7 +329,7 @@ def verify_e15(seed: int, tier: str) -> list[Record]:
             statement="Lemma E.15 for the gate softmax(10h) (a mutated temperature)",
             kind="negative-control",
             params={**params, "temperature": 0.1},
-            measured=proof_lemmas.pair_gate_ratio(h, temperature=0.1),
+            measured=lemma_ratios.pair_gate_ratio(h, temperature=0.1),
         ),
     ]
 
@@ -349,7 +351,7 @@ def verify_f1(seed: int, tier: str) -> list[Record]:
         cells = {}
         for M, G in F1_CELLS:
             a = rng.standard_normal((draws, 1)) * common + rng.standard_normal((draws, M))
-            hits = proof_lemmas.top_two_rate(a, G)
+            hits = lemma_ratios.top_two_rate(a, G)
             lo, hi = clopper_pearson(hits, draws, level)
             cells[f"M={M},G={G}"] = (hits / draws / (G * M * M), lo / (G * M * M), hi / (G * M * M))
         key = max(cells, key=lambda c: cells[c][2])
@@ -393,7 +395,7 @@ def verify_f2(seed: int, tier: str) -> list[Record]:
         for _ in range(runs):
             S, G = grid[int(rng.integers(len(grid)))]
             C = rng.uniform(0.5, 1.5, size=1_000_000)
-            y, eps = proof_lemmas.tensor_power_race(S * (1 + G) * y0 / shrink, y0, S, eta, C, A)
+            y, eps = lemma_ratios.tensor_power_race(S * (1 + G) * y0 / shrink, y0, S, eta, C, A)
             ratios.append(y / ((1 + G) * y0 / (G - eps)))
         return float(max(ratios))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from lab.chen2022.data import setting
-from lab.chen2022.proof_lemmas import uniform_moment
+from lab.chen2022.data_views import uniform_moment
 from lab.chen2022.proof_monitors import ProofSchedule, monitored_run, theorem_config
 from lab.core.descriptions import load_claims
 from lab.core.records import Record, report_record

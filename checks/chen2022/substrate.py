@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from lab.chen2022 import proof_lemmas
+from lab.chen2022 import data_views
 from lab.chen2022.data import (
     CENTER,
     FEATURE,
@@ -64,7 +64,7 @@ def role_violations(data: Dataset, signals: Signals) -> int:
 
 def noise_patches(data: Dataset) -> np.ndarray:
     """The P − 3 Gaussian patches of every sample, flattened."""
-    return proof_lemmas.noise_patches(data).ravel()
+    return data_views.noise_patches(data).ravel()
 
 
 def check_data_roles(config: DataConfig, data: Dataset, signals: Signals, kind: str, key: str) -> Record:
@@ -119,7 +119,7 @@ def sample_with_independent_noise_cluster(config, signals, n, rng) -> Dataset:
 def with_unscaled_noise(data: Dataset) -> Dataset:
     """Mutated sample (negative control): noise patches N(0, σ_p² I) instead of N(0, σ_p²/d · I)."""
     x = data.x.copy()
-    x[proof_lemmas.noise_mask(data)] *= np.sqrt(data.x.shape[2])
+    x[data_views.noise_mask(data)] *= np.sqrt(data.x.shape[2])
     return dataclasses.replace(data, x=x)
 
 

@@ -16,10 +16,10 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lab.chen2022.data import make_signals, sample, setting
+from lab.chen2022.data_views import centre_router_input
 from lab.chen2022.metrics import UNIFORM_ROUTING, profession_sets, professions
 from lab.chen2022.model import gate_values
 from lab.chen2022.plan import resolve
-from lab.chen2022.proof_lemmas import centre_router_input
 from lab.chen2022.routing import routing_probabilities
 from lab.chen2022.training import (
     TrainConfig,

@@ -650,7 +650,7 @@ UNLISTED = {
     "lab.chen2022.tables": "the tables' cell definitions (constants)",
     "lab.chen2022.structured": "the structured kernels' inputs, built by training from a Dataset",
     "lab.chen2022.recertify": "re-certifies committed results against the current code (no science input)",
-    "lab.chen2022.proof_lemmas": "the proof-chain quantities of the checks (not yet covered)",
+    "lab.chen2022.data_views": "views of the data the proof-chain checks and monitors read (not yet covered)",
     "lab.chen2022.proof_monitors": "the proof-chain monitors of the checks (not yet covered)",
     "lab.chen2022.proof_steps": "the proof steps' declarations",
     "lab.chen2022.routing_tightness": "the constant searches of the checks (not yet covered)",

@@ -1,8 +1,8 @@
-"""Explicit steps of Theorem 4.2's proof (Chen et al. 2022, App. D–F) measured against stated constants.
+"""B13's measures: Theorem 4.2's explicit proof steps (Chen et al. 2022, App. D–F) against their constants.
 
 Each function returns the largest ratio of a lemma's quantity to its bound, with every constant written
 out (Hoeffding, Bernstein, a Gaussian tail, an exact worst case), so that a ratio above 1 breaks the
-lemma. The catalogue of all steps is `lab.chen2022.proof_steps`; the checks are `checks.chen2022`'s B13.
+lemma. The catalogue of all steps is `lab.chen2022.proof_steps`; B13's checks are `proof_lemmas.py`.
 """
 
 from __future__ import annotations
@@ -11,15 +11,11 @@ import math
 
 import numpy as np
 
-from lab.chen2022.data import CENTER, DataConfig, Dataset, Signals
+from lab.chen2022.data import DataConfig, Dataset, Signals
+from lab.chen2022.data_views import noise_patches, uniform_moment
 from lab.chen2022.model import gate_values, logistic_loss_derivative
 from lab.chen2022.routing import Noise, Uniform, routing_probabilities
 from lab.kernels.activations import activation
-
-
-def uniform_moment(low: float, high: float, power: int) -> float:
-    """E[a^power] for a ~ Uniform(low, high)."""
-    return (high ** (power + 1) - low ** (power + 1)) / ((power + 1) * (high - low))
 
 
 def concentration_sums(data: Dataset, config: DataConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -56,18 +52,6 @@ def hoeffding_ratio(data: Dataset, config: DataConfig, delta: float) -> float:
     devs, ranges = concentration_sums(data, config)
     radius = ranges * math.sqrt(data.n * math.log(2 * devs.size / delta) / 2)
     return float((devs / radius).max())
-
-
-def noise_mask(data: Dataset) -> np.ndarray:
-    """(n, P), True at the P − 3 noise patches ξ_{i,p}: the patches no signal role took (Def. 3.1)."""
-    mask = np.ones(data.x.shape[:2], dtype=bool)
-    mask[np.arange(data.n)[:, None], data.positions] = False
-    return mask
-
-
-def noise_patches(data: Dataset) -> np.ndarray:
-    """The P − 3 noise patches ξ_{i,p} of every sample, shape (n(P − 3), d)."""
-    return data.x[noise_mask(data)]
 
 
 def noise_patch_ratio(data: Dataset, signals: Signals, config: DataConfig, delta: float) -> float:
@@ -198,8 +182,3 @@ def tensor_power_race(x0: float, y0: float, S: float, eta: float, C: np.ndarray,
             return math.inf, eps
         x, y = x + step_x, y + S * eta * c * y * y
     raise ValueError(f"C must be long enough for x to reach A = {A}; {len(C)} steps were not")
-
-
-def centre_router_input(data: Dataset) -> np.ndarray:
-    """x̄_i's router input: only the cluster-centre patch β_i c_{k_i} (App. E.2)."""
-    return data.x[np.arange(data.n), data.positions[:, CENTER]]

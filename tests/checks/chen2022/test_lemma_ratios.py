@@ -1,4 +1,4 @@
-"""The measurements of Theorem 4.2's explicit proof steps: exact on hand-made cases, tight where stated."""
+"""B13's measurements of Theorem 4.2's explicit proof steps: exact on hand-made cases, tight where stated."""
 
 import math
 
@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from checks.chen2022 import lemma_ratios as L
 from lab.chen2022 import data
-from lab.chen2022 import proof_lemmas as L
+from lab.chen2022.data_views import uniform_moment
 from lab.chen2022.model import MoEParams, perturbed_loss_gradients
 from lab.chen2022.routing import Uniform
 
@@ -18,12 +19,6 @@ def _sample(n=60, d=12, seed=0):
     rng = np.random.default_rng(seed)
     signals = data.make_signals(config, rng)
     return config, signals, data.sample(config, signals, n, rng)
-
-
-def test_moments_of_a_uniform():
-    assert L.uniform_moment(0.0, 1.0, 3) == pytest.approx(0.25)
-    assert L.uniform_moment(1.0, 2.0, 1) == pytest.approx(1.5)
-    assert L.uniform_moment(0.5, 2.0, 3) == pytest.approx((2**4 - 0.5**4) / (4 * 1.5))
 
 
 def test_concentration_sums_match_a_loop_over_the_samples():
@@ -36,7 +31,7 @@ def test_concentration_sums_match_a_loop_over_the_samples():
         rows = [i for i in range(n) if batch.cluster[i] == k]
         expected += [
             sum(batch.y[i] * batch.beta[i] ** 3 for i in rows),
-            sum(batch.alpha[i] ** 3 for i in rows) - L.uniform_moment(0.5, 2.0, 3) * n / K,
+            sum(batch.alpha[i] ** 3 for i in rows) - uniform_moment(0.5, 2.0, 3) * n / K,
             sum(batch.y[i] * batch.eps[i] * batch.gamma[i] ** 3 for i in rows),
             sum(batch.beta[i] for i in rows) - 1.5 * n / K,
         ]
@@ -48,15 +43,6 @@ def test_concentration_sums_match_a_loop_over_the_samples():
                     sum(batch.eps[i] * batch.gamma[i] for i in part),
                 ]
     np.testing.assert_allclose(devs, np.abs(expected), rtol=1e-12, atol=1e-12)
-
-
-def test_noise_patches_are_the_patches_no_role_took():
-    _, _, batch = _sample(n=7, seed=3)
-    xi = L.noise_patches(batch)
-    expected = [
-        batch.x[i, p] for i in range(batch.n) for p in range(batch.x.shape[1]) if p not in batch.positions[i]
-    ]
-    np.testing.assert_array_equal(xi, np.array(expected))
 
 
 def test_init_alignment_ratio_is_the_stated_constant():
