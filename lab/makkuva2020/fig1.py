@@ -46,6 +46,7 @@ __all__ = [
     "InitRun",
     "MethodRun",
     "fig1_table",
+    "mean_errors",
     "plot_fig1",
     "recovery_summary",
     "replicate",
@@ -235,6 +236,21 @@ def fig1_table(runs: list[InitRun]) -> str:
     return "\n".join(rows)
 
 
+def mean_errors(runs: list[dict]) -> dict[str, dict[str, float]]:
+    """Per method, the mean over inits of the final E_reg and E_gating of runs as the replication file
+    stores them (`{method: {"e_reg": ..., "e_gating": ...}}`); the file stores it under "means"."""
+    if not isinstance(runs, list) or not runs or not all(isinstance(run, dict) for run in runs):
+        raise TypeError(f"runs must be a non-empty list of stored runs (dicts), got {runs!r:.60}")
+    means: dict[str, dict[str, float]] = {}
+    for key, _ in METHODS:
+        means[key] = {}
+        for error in ("e_reg", "e_gating"):
+            stored = [run[key].get(error) if isinstance(run.get(key), dict) else None for run in runs]
+            found = [validate.real(v, f"runs[{i}].{key}.{error}") for i, v in enumerate(stored)]
+            means[key][error] = float(np.mean(found))
+    return means
+
+
 def _recovery_counts(runs: list[InitRun], eps: float = RECOVERED_EPS) -> dict[str, dict]:
     """Per method: the inits it ends recovered in (E_reg and E_gating <= eps, a finite number >= 0) and
     the 99 % Clopper–Pearson interval of its stuck rate (the fraction of inits not recovered)."""
@@ -330,6 +346,7 @@ def _replicate(args) -> int:
     )
     write_text_atomic(out / "makkuva_fig1.md", text)
     if args.json:
+        stored = [{key: asdict(getattr(r, key)) for key, _ in METHODS} | {"perm": r.perm} for r in runs]
         write_json_atomic(
             args.json,
             jsonable(
@@ -341,9 +358,8 @@ def _replicate(args) -> int:
                     "tier": args.tier,
                     "recovered_eps": RECOVERED_EPS,
                     "recovery": _recovery_counts(runs),
-                    "runs": [
-                        {key: asdict(getattr(r, key)) for key, _ in METHODS} | {"perm": r.perm} for r in runs
-                    ],
+                    "means": mean_errors(stored),
+                    "runs": stored,
                 }
             ),
         )

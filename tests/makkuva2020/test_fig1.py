@@ -41,6 +41,9 @@ def test_fig1_replication_writes_table_png_and_json(replicate_tiny):
     assert (out / "makkuva_fig1.png").read_bytes()[:4] == b"\x89PNG"
     payload = json.loads(js.read_text())
     assert payload["target"] == "makkuva-fig1" and len(payload["runs"]) == 2
+    assert payload["means"] == fig1.mean_errors(payload["runs"])  # the docs derive it for older files
+    em = [run["em"]["e_reg"] for run in payload["runs"]]
+    assert payload["means"]["em"]["e_reg"] == pytest.approx(sum(em) / 2)
     assert main(["replicate", "makkuva-fig1", "--seeds", "1", "--out", str(out), "--quiet"]) == 2
 
 

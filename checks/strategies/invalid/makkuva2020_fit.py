@@ -20,7 +20,7 @@ from checks.strategies.invalid import (
     values,
 )
 from checks.strategies.invalid.makkuva2020 import MIXTURE, REG, TR
-from lab.makkuva2020.fig1 import Fig1Config, InitRun, MethodRun
+from lab.makkuva2020.fig1 import METHODS, Fig1Config, InitRun, MethodRun
 from lab.makkuva2020.gated_regression import GaussianInput, paper_model, sample
 
 POSITIVE = reals(0.0, low_open=True)
@@ -226,6 +226,10 @@ CASES = {
     "lab.makkuva2020.fig1.fig1_table": Case(lambda w: {"runs": _runs(w)}, {"runs": RUNS}),
     "lab.makkuva2020.fig1.recovery_summary": Case(
         lambda w: {"runs": _runs(w), "eps": 0.05}, {"runs": RUNS, "eps": reals(0.0)}
+    ),
+    "lab.makkuva2020.fig1.mean_errors": Case(
+        lambda w: {"runs": [{key: {"e_reg": 0.1, "e_gating": w.rng.random()} for key, _ in METHODS}] * 2},
+        {"runs": values([], None, [[0.1]], [{"ours": {"e_reg": 0.1}}], [{key: {} for key, _ in METHODS}])},
     ),
     "lab.makkuva2020.fig1.plot_fig1": Case(
         lambda w: {"runs": _runs(w), "path": "makkuva_fig1.png"},
