@@ -1,15 +1,21 @@
 """Sweep task `proof-chain` (claims B9, B10): the d study of Theorem 4.2's proof chain along runs.
 
-Declaration only, with defaults and a report table; the science is `lab.chen2022.proof_monitors` and
+Declaration only, with defaults, a report table, the analysis across runs the report stores and the
+finding that reads it (`proof_chain.findings.toml`); the science is `lab.chen2022.proof_monitors` and
 loads when a task runs. One task is one monitored run of Algorithm 1 at dimension d under the
 theorem's conditions (σ0 = d^(−1/3), η_r = M²η, n = n_per_d·d).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from lab.core.descriptions import load_findings
 from lab.sweeps.tasks import register_task, task_type
+
+# the d study's finding, which reads the report this task's sweep writes
+FINDINGS = load_findings(Path(__file__).with_name("proof_chain.findings.toml"))
 
 PROOF_CHAIN_DEFAULTS = {"d": 50, "M": 8, "J": 16, "eta": 0.02, "steps": 500, "n_per_d": 80, "seed": 0}
 # Quantities of the d study fitted as c·d^slope over runs (the proof states a rate in d for each).

@@ -11,11 +11,10 @@ from lab.chen2022 import replicate as chen
 from lab.cli.bench_report import summary
 from lab.cli.main import main
 from lab.core import plots
-from lab.docs.figures import rates_figure
-from lab.docs.findings_chain import PROOF_CHAIN_E3_RATIO, PROOF_CHAIN_FITS
+from lab.docs.figures import RATE_PANELS, rates_figure
 from lab.docs.render import differences, render_all
 from lab.docs.results import PROOF_CHAIN_RATES, load_proof_chain
-from lab.sweeps.proof_chain import proof_chain_fits
+from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, report_runs
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS, DOCS, SWEEPS = REPO / "results", REPO / "docs", REPO / "sweeps"
@@ -122,11 +121,12 @@ def _proof_chain_report(ds=(50, 100, 200), seeds=2, **override) -> dict:
             metrics |= {"alignment_T1_over_eta_T1": 1.0}
             metrics |= {key: (1.0 + 0.1 * seed) * d**-0.5 for key in PROOF_CHAIN_RATES} | override
             runs.append({"params": {"d": d, "M": 8, "eta": 0.02, "seed": seed}, "metrics": metrics})
+    report = {"task": "proof-chain", "task_tables": "", "runs": runs}
+    stats = {key: {"mean": 1.0, "std": 0.1} for key in runs[0]["metrics"]}
+    groups = [{"fields": {"d": d}, "metrics": stats} for d in ds]  # the writer's mean and sd per d
     fittable = not override and len(ds) > 1  # a damaged study is refused before its fits are read
-    analysis = (
-        proof_chain_fits({}, [{"d": r["params"]["d"], **r["metrics"]} for r in runs]) if fittable else {}
-    )
-    return {"task": "proof-chain", "task_tables": "", "analysis": analysis, "runs": runs}
+    analysis = proof_chain_analysis({}, report_runs(report)) if fittable else {}
+    return report | {"groups": groups, "analysis": analysis}
 
 
 @pytest.fixture
@@ -594,7 +594,8 @@ def test_the_rates_figure_is_drawn_from_a_synthetic_d_study(results, tmp_path):
     assert _docs(results, tmp_path / "docs") == 0
     assert figure.read_bytes().startswith(b"\x89PNG")
     titles = rates_figure(load_proof_chain(report), tmp_path / "rates.png")
-    assert sorted(titles) == sorted(label for _, label, _, _ in (*PROOF_CHAIN_FITS, PROOF_CHAIN_E3_RATIO))
+    assert len(titles) == len(PROOF_CHAIN_FITTED)  # one panel per quantity the report fits
+    assert {key for key, *_ in RATE_PANELS} == set(PROOF_CHAIN_FITTED)
     assert (tmp_path / "rates.png").is_file()
 
 
