@@ -54,18 +54,18 @@ def proof_chain_table(values: dict[str, list[Any]], results: list[dict[str, Any]
     return "\n".join(lines)
 
 
-def proof_chain_fits(values: dict[str, list[Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Sweep report's analysis: the values of d, and per fitted quantity its median over seeds at each d
-    and its power-law fit c·d^slope over runs (slope, Student-t interval at FIT_LEVEL, log c)."""
+def proof_chain_fits(values: dict[str, list[Any]], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The values of d, and per fitted quantity its median over seeds at each d and its power-law fit
+    c·d^slope over runs (slope, Student-t interval at FIT_LEVEL, log c)."""
     import numpy as np
 
     from lab.core.stats import power_law_fit
 
-    d = np.array([r["d"] for r in results], dtype=float)
+    d = np.array([r["d"] for r in runs], dtype=float)
     ds = np.unique(d)
     fits = {}
     for key in PROOF_CHAIN_FITTED:
-        y = np.array([r[key] for r in results], dtype=float)
+        y = np.array([r[key] for r in runs], dtype=float)
         slope, (lo, hi), log_c = power_law_fit(d, y, level=FIT_LEVEL)
         median = [float(np.median(y[d == x])) for x in ds]
         fits[key] = {"slope": slope, "interval": [lo, hi], "log_c": log_c, "median": median}
