@@ -2,7 +2,7 @@
 
 Each function returns the largest ratio of a lemma's quantity to its bound, with every constant written
 out (Hoeffding, Bernstein, a Gaussian tail, an exact worst case), so that a ratio above 1 breaks the
-lemma. The catalogue of all steps is `lab.chen2022.proof_steps`; B13's checks are `proof_lemmas.py`.
+lemma. The catalogue of all steps is `proof_steps.toml`; B13's checks are `proof_lemmas.py`.
 """
 
 from __future__ import annotations

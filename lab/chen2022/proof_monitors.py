@@ -3,7 +3,7 @@
 `ProofSchedule` holds the proof's stages, T1 = ⌊η⁻¹σ0^0.5⌋ (App. E.1) and T2 = ⌊η⁻¹M⁻²⌋ (App. E.2).
 `monitored_run` trains under the theorem's conditions (σ0 = d^(−1/3), η_r = M²η, n ∝ d) and records,
 at every step t (parameters W⁽ᵗ⁾, Θ⁽ᵗ⁾ before the update), the quantities the catalogued lemmas bound
-(`lab.chen2022.proof_steps`). `chain_report` judges the explicit steps in the proof's order and names
+(`checks/chen2022/proof_steps.toml`). `chain_report` judges the explicit steps in the proof's order and names
 the first that fails; rate and undecidable quantities are reported, never judged.
 """
 

@@ -6,7 +6,8 @@ A check module keeps what its claims say in a TOML file of its own name (`error_
 optionally `also` (links) and `records` (the keys of the claim's records, in the order its verdict
 table shows them). A paper's package keeps its description in `paper.toml`: `key`, `short`, `cite`,
 `title`, `scope`, and optionally `[[substrate]]` tables (`id`, `object`, `tests`) for objects the unit
-tests cover instead of a claim. The module declares them as it declares its checks,
+tests cover instead of a claim and `proof`, the file beside it listing a proof's steps (`load_proof`).
+The module declares them as it declares its checks,
 
     DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))
     PAPER = load_paper(Path(__file__).with_name("paper.toml"))
@@ -48,6 +49,31 @@ class Substrate:
 
 
 @dataclass(frozen=True)
+class ProofStep:
+    """One numbered step of a proof: `lemma` is the paper's number, `kind` its environment (Lemma, ...)."""
+
+    lemma: str
+    kind: str
+    section: str
+    statement: str
+    quantity: str
+    stage: str
+    category: str
+    why: str
+    checked_by: str | None = None  # the claim whose records check it
+
+
+@dataclass(frozen=True)
+class Proof:
+    """A proof's steps in the paper's order, with the stages, sections and categories they take."""
+
+    stages: tuple[str, ...]
+    sections: tuple[str, ...]
+    categories: tuple[tuple[str, str], ...]  # (category, what it means), in the file's order
+    steps: tuple[ProofStep, ...]
+
+
+@dataclass(frozen=True)
 class Paper(Declaration):
     """A paper: `name` is its key (the page `docs/claims/<key>.md`)."""
 
@@ -57,6 +83,7 @@ class Paper(Declaration):
     title: str
     scope: str
     substrate: tuple[Substrate, ...] = ()
+    proof: Proof | None = None
     kind = "paper"
 
 
@@ -103,6 +130,7 @@ class Finding(Declaration):
 
 CLAIM_FIELDS = {"title", "reference", "statement", "premise", "controls"}
 PAPER_FIELDS = {"key", "short", "cite", "title", "scope"}
+STEP_FIELDS = {"lemma", "kind", "section", "statement", "quantity", "stage", "category", "why"}
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -148,11 +176,34 @@ def load_claims(path: Path) -> tuple[Claim, ...]:
 def load_paper(path: Path) -> Paper:
     """The paper described in `path`."""
     data = _read(path)
-    _fields(path, "the paper", data, PAPER_FIELDS, {"substrate": list})
+    _fields(path, "the paper", data, PAPER_FIELDS, {"substrate": list, "proof": str})
     rows = data.pop("substrate", [])
     for i, row in enumerate(rows):
         _fields(path, f"substrate {i}", row, {"id", "object", "tests"}, {})
-    return Paper(data.pop("key"), **data, substrate=tuple(Substrate(**row) for row in rows))
+    proof = data.pop("proof", None)
+    proof = load_proof(Path(path).with_name(proof)) if proof is not None else None
+    return Paper(data.pop("key"), **data, substrate=tuple(Substrate(**row) for row in rows), proof=proof)
+
+
+def load_proof(path: Path) -> Proof:
+    """The proof steps listed in `path`: `stages`, `sections`, `[categories]`, then one `[[step]]` each."""
+    data = _read(path)
+    lists = {"stages": list, "sections": list, "categories": dict, "step": list}
+    _fields(path, "the proof", data, set(lists), lists)
+    stages = _strings(path, "the proof", "stages", data["stages"])
+    sections = _strings(path, "the proof", "sections", data["sections"])
+    _fields(path, "[categories]", data["categories"], set(), dict.fromkeys(data["categories"], str))
+    steps = []
+    for i, row in enumerate(data["step"]):
+        where = f"step {row.get('lemma', i) if isinstance(row, dict) else i}"
+        _fields(path, where, row, STEP_FIELDS, {"checked_by": str})
+        for name, known in (("stage", stages), ("section", sections), ("category", data["categories"])):
+            if row[name] not in known:
+                raise DescriptionError(
+                    f"{path}: {where}: {name} must be one of {list(known)}, got {row[name]!r}"
+                )
+        steps.append(ProofStep(**row))
+    return Proof(stages, sections, tuple(data["categories"].items()), tuple(steps))
 
 
 def _strings(path: Path, where: str, name: str, values: list) -> tuple[str, ...]:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.chen2022.choices import CHOICES
-from lab.chen2022.proof_steps import CATEGORIES, PROOF_STEPS
 from lab.core.descriptions import Claim, Paper
 from lab.core.registry import claim_order
 from lab.docs.catalogue import Catalogue
@@ -128,7 +127,7 @@ def claims_page(
     ids = {c for c, about in catalogue.claims.items() if about.paper == paper.name}
     ids |= {c for check in checks for c in check.claims if catalogue.paper_of(c, check.module) == paper.name}
     claims = claim_views(ids, results, checks, catalogue)
-    steps = PROOF_STEPS if paper.name == "chen2022" else ()
+    steps = paper.proof.steps if paper.proof else ()
     return render(
         "claims.md.j2",
         f"claims/{paper.name}.md",
@@ -137,7 +136,7 @@ def claims_page(
         claims=claims,
         missing=MISSING_ENTRY,
         proof_steps=steps,
-        categories=CATEGORIES,
+        categories=dict(paper.proof.categories) if paper.proof else {},
         step_counts=Counter(step.category for step in steps),
         claim_ids={c.id for c in claims},
         findings=findings,

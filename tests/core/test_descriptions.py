@@ -4,7 +4,7 @@ file is refused in one line naming it and the claim."""
 import pytest
 
 from lab.core import registry
-from lab.core.descriptions import DescriptionError, load_claims, load_paper
+from lab.core.descriptions import DescriptionError, load_claims, load_paper, load_proof
 
 CLAIM = 'paper = "p"\n\n[X1]\ntitle = "t"\nreference = "r"\nstatement = "s"\npremise = "p"\ncontrols = "c"\n'
 
@@ -51,6 +51,39 @@ def test_a_paper_without_its_scope_is_refused(tmp_path):
     path.write_text('key = "p"\nshort = "s"\ncite = "c"\ntitle = "t"\n')
     with pytest.raises(DescriptionError, match="the paper: fields missing \\['scope'\\]"):
         load_paper(path)
+
+
+PROOF = 'stages = ["s"]\nsections = ["A"]\n[categories]\nexplicit = "e"\n\n'
+PROOF += '[[step]]\nlemma = "A.1"\nkind = "Lemma"\nsection = "A"\nstatement = "t"\nquantity = "q"\n'
+PROOF += 'stage = "s"\ncategory = "explicit"\nwhy = "w"\n'
+
+
+def test_a_paper_names_its_proof_steps_file_beside_it(tmp_path):
+    (tmp_path / "steps.toml").write_text(PROOF + 'checked_by = "X1"\n')
+    (tmp_path / "paper.toml").write_text(
+        'key = "p"\nshort = "s"\ncite = "c"\ntitle = "t"\nscope = "x"\nproof = "steps.toml"\n'
+    )
+    proof = load_paper(tmp_path / "paper.toml").proof
+    assert (proof.stages, proof.sections, proof.categories) == (("s",), ("A",), (("explicit", "e"),))
+    assert [(s.lemma, s.category, s.checked_by) for s in proof.steps] == [("A.1", "explicit", "X1")]
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        (PROOF.replace('category = "explicit"', 'category = "rate"'), "step A.1: category must be one of"),
+        (PROOF.replace('stage = "s"', 'stage = "t"'), "step A.1: stage must be one of ['s'], got 't'"),
+        (PROOF.replace('why = "w"\n', ""), "step A.1: fields missing ['why']"),
+        (PROOF.replace('sections = ["A"]\n', ""), "the proof: fields missing ['sections']"),
+    ],
+)
+def test_a_damaged_proof_file_is_one_line_naming_it_and_the_step(tmp_path, text, says):
+    path = tmp_path / "steps.toml"
+    path.write_text(text)
+    with pytest.raises(DescriptionError) as refused:
+        load_proof(path)
+    assert str(refused.value).startswith(f"{path}: ") and says in str(refused.value)
+    assert "\n" not in str(refused.value)
 
 
 def test_each_description_lists_the_keys_of_its_claims_committed_records():

@@ -652,7 +652,6 @@ UNLISTED = {
     "lab.chen2022.recertify": "re-certifies committed results against the current code (no science input)",
     "lab.chen2022.data_views": "views of the data the proof-chain checks and monitors read (not yet covered)",
     "lab.chen2022.proof_monitors": "the proof-chain monitors of the checks (not yet covered)",
-    "lab.chen2022.proof_steps": "the proof steps' declarations",
     "lab.chen2022.routing_tightness": "the constant searches of the checks (not yet covered)",
     "lab.chen2022.sweep_tasks": "sweep task bodies: their parameters come from a validated sweep spec",
     "lab.chen2022.choices": "where each replication value comes from (reads the runs' configs)",

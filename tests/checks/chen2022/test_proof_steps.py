@@ -1,4 +1,4 @@
-"""The catalogue of Theorem 4.2's proof steps: known vocabulary, the paper's order, links to real claims."""
+"""Theorem 4.2's proof steps (proof_steps.toml): known vocabulary, the paper's order, links to real claims."""
 
 import json
 import re
@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from lab.chen2022.proof_steps import CATEGORIES, PROOF_STEPS, SECTIONS, STAGES
+from checks.chen2022 import PAPER
 
-VERIFY = Path(__file__).resolve().parents[2] / "results" / "verify.json"
+PROOF_STEPS, SECTIONS, STAGES = PAPER.proof.steps, PAPER.proof.sections, PAPER.proof.stages
+CATEGORIES = dict(PAPER.proof.categories)
+VERIFY = Path(__file__).resolve().parents[3] / "results" / "verify.json"
 
 # The lemmas checked by claims of their own; every other step is B13 (explicit) or B14 (reported).
 OWN_CLAIMS = {"C.1": "B4", "C.3": "B5", "C.4": "B6", "D.4": "B8", "E.1": "B7", "E.4": "B10"}
