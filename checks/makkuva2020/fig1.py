@@ -1,6 +1,6 @@
 """Theorems 3–4 and Fig. 1 of Makkuva et al. 2020: GD on L_log (D3); L4 + L_log vs ℓ2-SGD and EM (D4).
 
-One pipeline (`lab.makkuva2020.fig1.run_fig1`) feeds both claims: D3 reads its L_log stage, D4
+One pipeline (`lab.makkuva2020.fig1_experiment.run_fig1`) feeds both claims: D3 reads its L_log stage, D4
 compares its end points with the baselines started from the same inits.
 """
 
@@ -17,7 +17,7 @@ from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, lower_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson, normal_mean
-from lab.makkuva2020 import fig1 as makkuva_fig1
+from lab.makkuva2020 import fig1_experiment
 from lab.makkuva2020.fit import contraction_factor, gating_error, projected_gd_l_log, regression_error
 from lab.makkuva2020.gated_regression import GaussianInput, gate_fisher_information, paper_model, sample
 from lab.makkuva2020.losses import l_log_hessian
@@ -50,10 +50,10 @@ def _consistency(run, config, R, rng):
 @one_blas_thread
 def check_fig1(seed: int, tier: str) -> list[Record]:
     """Thm 3/4 (projected GD on L_log, fitted ρ) and Fig. 1 (L4 + L_log vs ℓ2-SGD and EM): one pipeline."""
-    config = makkuva_fig1.TIER_CONFIGS[tier]
+    config = fig1_experiment.TIER_CONFIGS[tier]
     inits = 3 if tier == "quick" else 5
     seeds = [int(s) for s in np.random.SeedSequence(seed).generate_state(inits)]
-    runs = makkuva_fig1.run_fig1(config, seeds)
+    runs = fig1_experiment.run_fig1(config, seeds)
     rng = np.random.default_rng(seed)
     params = {**ASSUMPTIONS, **{k: v for k, v in vars(config).items() if k != "reg"}, "inits": inits}
     records = _d3_records(runs[0], config, params, rng) + _d4_records(runs, params)

@@ -14,7 +14,7 @@ from lab.chen2022.training import DTYPES
 from lab.docs.dtype_comparison import dtype_comparisons
 from lab.docs.results import Replication, Results, ResultsError
 from lab.docs.templating import render
-from lab.makkuva2020 import fig1
+from lab.makkuva2020 import fig1_experiment as fig1
 
 PAPER_SEEDS = 10  # Chen et al. average every cell over ten runs (App. A.2)
 MAKKUVA_TARGET = "makkuva-fig1"

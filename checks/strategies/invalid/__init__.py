@@ -40,7 +40,7 @@ SCIENCE_MODULES = (
     "lab.chen2022.patchwise",
     "lab.chen2022.routing",
     "lab.chen2022.routing_exact",
-    "lab.makkuva2020.fig1",
+    "lab.makkuva2020.fig1_experiment",
     "lab.makkuva2020.fit",
     "lab.makkuva2020.gated_regression",
     "lab.makkuva2020.losses",

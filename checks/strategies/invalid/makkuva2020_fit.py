@@ -1,4 +1,4 @@
-"""Invalid inputs of `lab.makkuva2020.fit` (errors, GD, SGD, projected GD, EM) and `lab.makkuva2020.fig1`."""
+"""Invalid inputs of `lab.makkuva2020.fit` (errors, GD, SGD, projected GD, EM) and of `fig1_experiment`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from checks.strategies.invalid import (
     values,
 )
 from checks.strategies.invalid.makkuva2020 import MIXTURE, REG, TR
-from lab.makkuva2020.fig1 import METHODS, Fig1Config, InitRun, MethodRun
+from lab.makkuva2020.fig1_experiment import METHODS, Fig1Config, InitRun, MethodRun
 from lab.makkuva2020.gated_regression import GaussianInput, paper_model, sample
 
 POSITIVE = reals(0.0, low_open=True)
@@ -194,7 +194,7 @@ CASES = {
         },
     ),
     # ------------------------------------------------------------------ Fig. 1
-    "lab.makkuva2020.fig1.Fig1Config": Case(
+    "lab.makkuva2020.fig1_experiment.Fig1Config": Case(
         lambda w: dataclasses.asdict(TINY) | {"reg": TINY.reg},
         {
             "k": counts(1),
@@ -209,12 +209,12 @@ CASES = {
         },
         related=("k", "d"),
     ),
-    "lab.makkuva2020.fig1.run_init": Case(
+    "lab.makkuva2020.fig1_experiment.run_init": Case(
         lambda w: {"config": TINY, "seed": int(w.rng.integers(0, 100))},
         {"config": instances(dataclasses.asdict(TINY)), "seed": counts(0)},
         call=lambda f, kw: f(**kw).A_hat,
     ),
-    "lab.makkuva2020.fig1.run_fig1": Case(
+    "lab.makkuva2020.fig1_experiment.run_fig1": Case(
         lambda w: {"config": TINY, "seeds": [int(w.rng.integers(0, 100))], "progress": False},
         {
             "config": instances(),
@@ -223,15 +223,15 @@ CASES = {
         },
         call=lambda f, kw: [r.A_hat for r in f(**kw)],
     ),
-    "lab.makkuva2020.fig1.fig1_table": Case(lambda w: {"runs": _runs(w)}, {"runs": RUNS}),
-    "lab.makkuva2020.fig1.recovery_summary": Case(
+    "lab.makkuva2020.fig1_experiment.fig1_table": Case(lambda w: {"runs": _runs(w)}, {"runs": RUNS}),
+    "lab.makkuva2020.fig1_experiment.recovery_summary": Case(
         lambda w: {"runs": _runs(w), "eps": 0.05}, {"runs": RUNS, "eps": reals(0.0)}
     ),
-    "lab.makkuva2020.fig1.mean_errors": Case(
+    "lab.makkuva2020.fig1_experiment.mean_errors": Case(
         lambda w: {"runs": [{key: {"e_reg": 0.1, "e_gating": w.rng.random()} for key, _ in METHODS}] * 2},
         {"runs": values([], None, [[0.1]], [{"ours": {"e_reg": 0.1}}], [{key: {} for key, _ in METHODS}])},
     ),
-    "lab.makkuva2020.fig1.plot_fig1": Case(
+    "lab.makkuva2020.fig1_experiment.plot_fig1": Case(
         lambda w: {"runs": _runs(w), "path": "makkuva_fig1.png"},
         {"runs": RUNS, "path": values(None, 1.5, object())},
         runs=False,  # writes a PNG (and needs matplotlib); its refusals come before any of that
@@ -241,10 +241,11 @@ CASES = {
 EXEMPT = {
     "lab.makkuva2020.fit.Trajectory": "the result of the SGD and EM fits",
     "lab.makkuva2020.fit.ContractionFit": "the result of `contraction_factor`",
-    "lab.makkuva2020.fig1.MethodRun": "one method's result inside an `InitRun`",
-    "lab.makkuva2020.fig1.InitRun": "the result of `run_init` (functions taking runs check their type)",
-    "lab.makkuva2020.fig1.replicate": "the `python -m lab replicate makkuva-fig1` entry point: its arguments "
-    "come from the CLI's parser, which refuses bad ones (`lab.cli`)",
+    "lab.makkuva2020.fig1_experiment.MethodRun": "one method's result inside an `InitRun`",
+    "lab.makkuva2020.fig1_experiment.InitRun": "the result of `run_init` (functions taking runs check their "
+    "type)",
+    "lab.makkuva2020.fig1_experiment.replicate": "the `python -m lab replicate makkuva-fig1` entry point: "
+    "its arguments come from the CLI's parser, which refuses bad ones (`lab.cli`)",
 }
 
 __all__ = ["CASES", "EXEMPT", "TINY"]

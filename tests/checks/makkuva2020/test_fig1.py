@@ -8,7 +8,7 @@ from threadpoolctl import threadpool_limits
 
 from checks.makkuva2020 import fig1
 from checks.makkuva2020.assumptions import EPS_REC
-from lab.makkuva2020 import fig1 as makkuva_fig1
+from lab.makkuva2020 import fig1_experiment
 
 
 @pytest.mark.parametrize("claim", ["D3", "D4"])
@@ -21,14 +21,14 @@ def test_check_outcomes(makkuva_records, claim):
 
 def _run(e_reg, e_gate):
     zero = np.zeros(1)
-    return makkuva_fig1.MethodRun(e_reg, e_gate, zero, zero, zero, zero)
+    return fig1_experiment.MethodRun(e_reg, e_gate, zero, zero, zero, zero)
 
 
 def test_d4_logic_needs_an_init_where_ours_recovers_and_the_baseline_is_stuck():
     """The witness rule: the rate of (ours recovers, baseline stuck) inits must have a CI above 0."""
     good, stuck = _run(1e-3, 1e-3), _run(0.6, 0.9)
     slow = _run(0.052, 1e-3)  # an L4 run just short of recovery (quick tier, seed 4)
-    run = lambda ours, base: makkuva_fig1.InitRun(ours, base, base, None, None, None, None)  # noqa: E731
+    run = lambda ours, base: fig1_experiment.InitRun(ours, base, base, None, None, None, None)  # noqa: E731
     records = fig1._d4_records([run(good, stuck), run(good, good)], {})
     assert [r.verdict for r in records] == ["holds"] * 2
     assert records[0].measured == 0.5 and records[0].ci[0] > 0.0 and records[0].params["stated_rate"] == "> 0"
@@ -44,8 +44,8 @@ def test_d4_logic_needs_an_init_where_ours_recovers_and_the_baseline_is_stuck():
 @pytest.mark.parametrize("seed", [1, 2])
 def test_d4_control_detects_a_wrong_signed_expert_in_l_log(seed):
     """One quick-tier init: L_log fed Â with row 1 negated misses W* (E_gating > EPS_REC), E_reg unchanged."""
-    config = makkuva_fig1.TIER_CONFIGS["quick"]
-    runs = makkuva_fig1.run_fig1(config, [seed])
+    config = fig1_experiment.TIER_CONFIGS["quick"]
+    runs = fig1_experiment.run_fig1(config, [seed])
     with threadpool_limits(limits=1, user_api="blas"):
         control = fig1._d4_control(runs, config, {}, np.random.default_rng(seed))
     assert fig1._fig1_holds([replace(runs[0], l2=_run(0.6, 0.9))], "l2")

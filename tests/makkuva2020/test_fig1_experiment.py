@@ -1,4 +1,4 @@
-"""lab.makkuva2020.fig1's `makkuva-fig1` replication target: table, PNG and JSON, and without matplotlib."""
+"""The `makkuva-fig1` replication target (`fig1_experiment`): table, PNG and JSON, and without matplotlib."""
 
 import json
 from dataclasses import replace
@@ -7,14 +7,14 @@ import pytest
 
 from lab.cli.main import main
 from lab.core import plots
-from lab.makkuva2020 import fig1
+from lab.makkuva2020 import fig1_experiment
 
 
 @pytest.fixture
 def replicate_tiny(tmp_path, monkeypatch):
     """`python -m lab replicate makkuva-fig1` at a shrunken quick tier; returns (exit code, out, json)."""
     tiny = replace(
-        fig1.TIER_CONFIGS["quick"],
+        fig1_experiment.TIER_CONFIGS["quick"],
         sgd_steps=40,
         em_n=2000,
         em_iters=3,
@@ -23,7 +23,7 @@ def replicate_tiny(tmp_path, monkeypatch):
         sign_n=2000,
         record_every=20,
     )
-    monkeypatch.setitem(fig1.TIER_CONFIGS, "quick", tiny)
+    monkeypatch.setitem(fig1_experiment.TIER_CONFIGS, "quick", tiny)
     out, js = tmp_path / "out", tmp_path / "fig1.json"
 
     def run(*extra: str) -> tuple[int, object, object]:
@@ -41,7 +41,7 @@ def test_fig1_replication_writes_table_png_and_json(replicate_tiny):
     assert (out / "makkuva_fig1.png").read_bytes()[:4] == b"\x89PNG"
     payload = json.loads(js.read_text())
     assert payload["target"] == "makkuva-fig1" and len(payload["runs"]) == 2
-    assert payload["means"] == fig1.mean_errors(payload["runs"])  # the docs derive it for older files
+    assert payload["means"] == fig1_experiment.mean_errors(payload["runs"])  # docs derive it for old files
     em = [run["em"]["e_reg"] for run in payload["runs"]]
     assert payload["means"]["em"]["e_reg"] == pytest.approx(sum(em) / 2)
     assert main(["replicate", "makkuva-fig1", "--seeds", "1", "--out", str(out), "--quiet"]) == 2
