@@ -7,10 +7,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab.chen2022.choices import CHOICES
 from lab.core.descriptions import Claim, Paper
 from lab.core.registry import claim_order
 from lab.docs.catalogue import Catalogue
+from lab.docs.lab_choices import CHOICES
 from lab.docs.markdown import code, num
 from lab.docs.results import VERIFY_COMMAND, Results
 from lab.docs.templating import ENVIRONMENT, render
@@ -87,7 +87,7 @@ def notes(records: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
 
 
 def check_choices(claim_id: str, records: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
-    """The values a training check's records state, each with its source (`lab/chen2022/lab_choices.toml`)."""
+    """The values a training check's records state, each with its source (`lab/docs/lab_choices.toml`)."""
     rows = []
     for name, entry in CHOICES.get("check", {}).get(claim_id, {}).items():
         values = sorted({r["params"][name] for r in records if r.get("params", {}).get(name) is not None})

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from lab.chen2022 import replicate as chen
-from lab.chen2022.choices import declared
 from lab.chen2022.replicate_report import format_cells, summary_cells
 from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import Cell
 from lab.chen2022.training import DTYPES
 from lab.docs.dtype_comparison import dtype_comparisons
+from lab.docs.lab_choices import declared
 from lab.docs.results import Replication, Results, ResultsError
 from lab.docs.templating import render
 from lab.makkuva2020 import fig1_experiment as fig1

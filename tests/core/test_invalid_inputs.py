@@ -654,7 +654,6 @@ UNLISTED = {
     "lab.chen2022.proof_monitors": "the proof-chain monitors of the checks (not yet covered)",
     "lab.chen2022.routing_tightness": "the constant searches of the checks (not yet covered)",
     "lab.chen2022.sweep_tasks": "sweep task bodies: their parameters come from a validated sweep spec",
-    "lab.chen2022.choices": "where each replication value comes from (reads the runs' configs)",
 }
 
 

@@ -1,7 +1,7 @@
 """Where each value of a replication target's runs comes from: the paper, the authors' code or the lab.
 
 The sources live in `lab_choices.toml` beside this module (editable without Python); the values are read
-from the runs' own configurations (`runs.moe_run_config`, `runs.single_run_config`), so a
+from the runs' own configurations (`lab.chen2022.runs`: `moe_run_config`, `single_run_config`), so a
 declared value can never drift from the value a run uses.
 """
 
@@ -17,7 +17,7 @@ from lab.chen2022.runs import TIER_SIZES, VARIANTS, expand, moe_run_config, sing
 from lab.chen2022.tables import TARGETS
 
 SOURCES = ("paper", "lab", "authors' code")
-CHOICES: dict[str, Any] = tomllib.loads(Path(__file__).with_name("lab_choices.toml").read_text("utf-8"))
+CHOICES: dict[str, Any] = tomllib.loads(Path(__file__).with_suffix(".toml").read_text("utf-8"))
 
 
 @dataclass(frozen=True)
