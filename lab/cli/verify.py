@@ -24,7 +24,7 @@ from lab.core.progress import Progress
 from lab.core.provenance import versions
 from lab.core.records import Record
 from lab.core.registry import register_command
-from lab.core.report import markdown_report
+from lab.core.verdict_report import markdown_report
 
 
 def _parse_only(text: str | None) -> list[str] | None:
