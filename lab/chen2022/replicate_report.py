@@ -131,8 +131,8 @@ def paired_difference(first: list[float], second: list[float]) -> tuple[float, f
 
 def cell_pairs(target: str, records: list[dict]) -> list[dict]:
     """Per setting the paper reports, the target's `PAIRED_CELLS` over the seeds both ran (two or more):
-    each cell's mean test accuracy, the mean paired difference (second − first) with its interval, and
-    the paper's difference of the two cells. A summary stores these as `pairs`."""
+    each cell's mean test accuracy, the mean paired difference (second − first) with its interval and
+    its level, and the paper's difference of the two cells. A summary stores these as `pairs`."""
     if target not in PAIRED_CELLS:
         return []
     cells = {cell.label: cell for cell in TARGETS[target]}
@@ -158,6 +158,7 @@ def cell_pairs(target: str, records: list[dict]) -> list[dict]:
                 "second_mean": float(np.mean(y)),
                 "difference": mean,
                 "interval": [low, high],
+                "level": PAIR_LEVEL,
                 "paper_difference": second.paper[s][0] - first.paper[s][0],
             }
         )

@@ -12,19 +12,24 @@ from typing import Any
 
 import numpy as np
 
+from lab.chen2022.sweep_studies import GD_RATE_SWEEPS, gd_papers, rate_rows
 from lab.core import plots
-from lab.docs.findings_chain import (
-    PROOF_CHAIN_E3_RATIO,
-    PROOF_CHAIN_FIGURE,
-    PROOF_CHAIN_FITS,
-    proof_chain_runs,
-)
-from lab.docs.findings_tables import GD_RATE_FIGURE, GD_RATE_SWEEPS, _gd_papers, rate_rows
 from lab.docs.markdown import fixed
 from lab.docs.results import Results
 
-# Panels of the rates figure: Theorem 4.2's fitted quantities, E.3's ratio beside E.3's ‖h‖∞.
-RATE_PANELS = (PROOF_CHAIN_FITS[0], PROOF_CHAIN_E3_RATIO, *PROOF_CHAIN_FITS[1:])
+# Panels of the rates figure, (quantity, title, the proof's rate, its exponent in d): the d study's fitted
+# quantities (the findings' table of exponents), and E.3's ratio beside E.3's ‖h‖∞.
+RATE_PANELS = (
+    ("h_inf_T1", "E.3: ‖h‖∞ at T1", "σ0^1.5 = d^(−1/2)", -0.5),
+    ("h_inf_T1_over_sigma0_1_5", "E.3: ‖h‖∞(T1)/σ0^1.5", "O(1)", 0.0),
+    ("other_projection_T1_over_sigma0", "E.6: largest other projection at T1, over σ0", "Õ(1)", 0.0),
+    ("center_only_gap_end", "E.14: ‖h(x̄) − h(x)‖∞ at the end (after T2)", "Õ(d^−0.005)", -0.005),
+    ("profession_spread_end", "E.16: Δ_Θ within professions at the end (after T2)", "Õ(d^−0.001)", -0.001),
+)
+# The figure of these quantities against d, relative to the results folder (linked by the d study's finding).
+PROOF_CHAIN_FIGURE = "proof_chain/rates.png"
+# Table 11's plain-GD rate study, relative to the results folder (linked by the tables-10-11 finding).
+GD_RATE_FIGURE = "sweeps/table11_gd_rate.png"
 COLUMNS = 3
 
 
@@ -55,7 +60,7 @@ def gd_rate_figure(results: Results, path: str | Path) -> None:
     found = [(name, how) for name, how in GD_RATE_SWEEPS if name in results.sweeps]
     plt = plots.pyplot()
     fig, axes = plt.subplots(1, len(found), figsize=(6 * len(found), 4), squeeze=False)
-    papers = _gd_papers()
+    papers = gd_papers()
     for ax, (name, how) in zip(axes[0], found, strict=True):
         rows = rate_rows(results.sweeps[name])  # the mean per rate: the sweep report's statistics
         for (lb, label), colour in zip(
@@ -92,7 +97,8 @@ def rates_figure(report: dict, path: str | Path) -> list[str]:
     """Theorem 4.2's quantities against d, one panel each, with the proof's rates; the panel titles.
 
     Medians and fits are the report's `analysis` (`lab.sweeps.proof_chain.proof_chain_fits`)."""
-    d, metrics = proof_chain_runs(report)
+    d = np.array([r["params"]["d"] for r in report["runs"]], dtype=float)
+    metrics = [r["metrics"] for r in report["runs"]]
     analysis = report["analysis"]
     ds = np.array(analysis["d"], dtype=float)
     plt = plots.pyplot()

@@ -10,9 +10,14 @@ helpers, each naming what it reads explicitly:
 - `sweep(name)`, `replication(target, variant)`: the committed sweep report `results/sweeps/<name>.json`
   (`sweeps/<name>.json` among the finding's `sources`) and the full-tier replication of a target
   (`replicate/<target>` among them), or none when the results do not hold it yet: the template says so,
-  usually with `missing(command)`; `replication_cells(target, variant)` that replication's cells beside
-  the paper's (or what to run); `proof_chain()` the d study's report `results/proof_chain/proof_chain.json`
-  (`proof_chain/proof_chain.json` among the `sources`), its statistics in its `analysis`.
+  usually with `missing(command)`; `replication_cells(target, variant, model=None)` that replication's
+  cells (of one model, if given) beside the paper's (or what to run); `statistic(rep, name)` a statistic
+  its summary stores (`lab.chen2022.replicate_report.SUMMARY_STATISTICS`); `replicate_analysis()` the
+  statistics over several summaries (`replicate/analysis.json` among the `sources`;
+  `lab.chen2022.replicate_analysis`); `gd_rate_study(report)` and `sigma0_rows(report)` Table 11's rate
+  sweeps and Table 10's σ0 sweep beside the paper's rows (`lab.chen2022.sweep_studies`); `proof_chain()`
+  the d study's report `results/proof_chain/proof_chain.json` (`proof_chain/proof_chain.json` among the
+  `sources`), its statistics in its `analysis`.
 - `bench()`: the benchmark summary `results/bench/summary.json` (`bench/summary.json` among the
   `sources`), its statistics in its `statistics`, or none; `bench_target(name)` a performance target
   (`lab.docs.bench_targets`); `timings()` the replication timings `results/timing/*.json` (`timing/*.json`
@@ -44,13 +49,16 @@ from typing import Any
 
 import jinja2
 
-from lab.chen2022.tables import TARGETS, Cell
+from lab.chen2022.replicate_report import summary_statistic
+from lab.chen2022.sweep_studies import gd_rate_study, sigma0_rows
+from lab.chen2022.tables import TARGETS
 from lab.cli.bench_report import with_older_statistics
 from lab.core import registry
 from lab.core.descriptions import Finding
 from lab.core.stats import DEFAULT_LEVEL
 from lab.docs.bench_targets import named
 from lab.docs.catalogue import Catalogue
+from lab.docs.dtype_comparison import replicate_analysis
 from lab.docs.evidence import (
     full_tier,
     measured,
@@ -90,10 +98,6 @@ def registered(package: str | None = None) -> dict[str, Finding]:
     if package is None:
         return own
     return {n: f for n, f in found.items() if n not in own and registry.origin(f).package == package}
-
-
-def _every_cell(cell: Cell) -> bool:
-    return True
 
 
 class _Reader:
@@ -162,9 +166,14 @@ class _Reader:
         self._listed(f"replicate/{target}")
         return full_tier(self.results, target, variant)
 
-    def replication_cells(self, target: str, variant: str = "paper") -> str:
+    def replication_cells(self, target: str, variant: str = "paper", model: str | None = None) -> str:
         self._listed(f"replicate/{target}")
-        return replication_evidence(self.results, target, variant, _every_cell, command(target, variant))
+        keep = (lambda cell: cell.model == model) if model else (lambda cell: True)
+        return replication_evidence(self.results, target, variant, keep, command(target, variant))
+
+    def replicate_analysis(self) -> dict[str, Any]:
+        self._listed("replicate/analysis.json")
+        return replicate_analysis(self.results.replications)
 
     def context(self) -> dict[str, Any]:
         return {
@@ -179,6 +188,10 @@ class _Reader:
             "timings": self.timings,
             "replication": self.replication,
             "replication_cells": self.replication_cells,
+            "statistic": lambda rep, name: summary_statistic(rep.payload, name),
+            "replicate_analysis": self.replicate_analysis,
+            "gd_rate_study": gd_rate_study,
+            "sigma0_rows": sigma0_rows,
             "record_table": record_rows,
             "missing": missing,
             "replicate_command": command,

@@ -2,6 +2,7 @@
 file is refused in one line naming it and the finding."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,10 @@ def test_a_finding_reading_what_its_file_does_not_list_is_refused_naming_the_fil
         assert (
             str(refused.value) == f"findings.md: finding x reads {what}, which x.findings.toml does not list"
         )
+
+
+def test_every_finding_the_page_shows_is_one_of_the_labs_findings_files():
+    template = Path(__file__).resolve().parents[2] / "lab" / "docs" / "templates" / "findings.md.j2"
+    shown = re.findall(r'finding\("([\w-]+)"\)', template.read_text())
+    own = {name for name, finding in registry.declared("finding").items() if registry.is_own(finding)}
+    assert sorted(shown) == sorted(own) and {"tables-1-3", "tables-10-11"} <= own
