@@ -6,12 +6,22 @@ code. Only if every rerun record equals the stored one in every field but the ti
 the fingerprint (`code`) and the versions, is every other stale run re-stamped with the current
 fingerprint, in its store row and in each summary that holds it; otherwise nothing is re-stamped
 and the runs that differ are named with the first field that differs.
+
+Runs made on another machine can differ from any rerun here in their last bits (and a training run
+then in its accuracy), whatever the code. `--baseline DIR` re-certifies them across machines: DIR is
+a checkout of the code that made the stale runs (its run code must be their stamp); the sampled runs
+are run under that code in a child process and under the current code here, and only if every pair
+is identical is every stale run re-stamped. The stored records are then not rerun; the line says how
+many of the sampled reruns also equal them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +44,8 @@ class Recertified:
     differ: dict[str, str] = field(default_factory=dict)
     store_rows: int = 0
     summaries: int = 0
+    baseline: str | None = None  # the baseline's run code, under `--baseline`
+    as_stored: int = 0  # under `--baseline`: sampled reruns equal to the stored record too
 
     def line(self, code: str) -> str:
         """One line for the CLI."""
@@ -45,9 +57,14 @@ class Recertified:
                 f"recertify: {len(self.differ)} of {len(self.sampled)} rerun(s) differ, nothing re-stamped "
                 f"({self.stale} stale runs stay stale): {named}"
             )
+        against = (
+            f" and the baseline's {self.baseline} ({self.as_stored} equal to their stored record too)"
+            if self.baseline
+            else ""
+        )
         return (
-            f"recertify: {len(self.sampled)} sampled rerun(s) identical under code {code}; re-stamped "
-            f"{self.stale} stale runs ({self.store_rows} store rows, {self.summaries} summaries)"
+            f"recertify: {len(self.sampled)} sampled rerun(s) identical under code {code}{against}; "
+            f"re-stamped {self.stale} stale runs ({self.store_rows} store rows, {self.summaries} summaries)"
         )
 
 
@@ -77,11 +94,14 @@ def recertify(
     sample: int,
     progress: bool = False,
     prepare: Callable[[list[dict]], object] = lambda configs: None,
+    baseline: Path | None = None,
 ) -> Recertified:
     """Rerun `sample` stale runs of `configs` stored under `out`; re-stamp all if they are identical.
 
     `prepare(sampled configs)` runs first: the CLI compiles their kernels in a child process there,
-    so the reruns load them from the cache as every `replicate` run does (`lab.cli.kernel_cache`)."""
+    so the reruns load them from the cache as every `replicate` run does (`lab.cli.kernel_cache`).
+    With `baseline` (a checkout of the code that made the stale runs), a rerun is compared with the
+    same run under that code instead of with the stored record (see the module's docstring)."""
     if not isinstance(sample, int) or sample < 1:
         raise ValueError(f"sample must be an integer >= 1, got {sample!r}")
     code = chen.run_code()
@@ -96,16 +116,74 @@ def recertify(
             stored[key] = (config, record)
     found = Recertified(stale=len(stored))
     found.sampled = random.Random(RECERTIFY_SEED).sample(sorted(stored), min(sample, len(stored)))
+    references = {key: stored[key][1] for key in found.sampled}
+    if baseline is not None and found.sampled:
+        found.baseline = _baseline_code(baseline, {record.get("code") for _, record in stored.values()})
+        reruns = baseline_runs(baseline, [stored[key][0] for key in found.sampled])
+        references_now = dict(zip(found.sampled, reruns, strict=True))
+        found.as_stored = sum(first_difference(references[k], r) is None for k, r in references_now.items())
+        references = references_now
     prepare([stored[key][0] for key in found.sampled])
     for key in found.sampled:
-        config, record = stored[key]
-        rerun = chen.run_one(config, progress)
-        why = first_difference(record, rerun)
+        rerun = chen.run_one(stored[key][0], progress)
+        why = first_difference(references[key], rerun)
         if why is not None:
             found.differ[key] = why
     if found.stale and not found.differ:
         found.store_rows = _restamp_rows(out, {key: row for key, row in rows.items() if key in stored}, code)
         found.summaries = _restamp_summaries(out, set(stored), code)
+    return found
+
+
+# the baseline's run module: lab.chen2022.runs, or lab.chen2022.replicate before the runner moved
+_BASELINE_CHILD = """
+import importlib, json, sys
+for name in ("lab.chen2022.runs", "lab.chen2022.replicate"):
+    try:
+        runs = importlib.import_module(name)
+        runs.run_one, runs.run_code
+        break
+    except (ImportError, AttributeError):
+        continue
+configs = json.load(sys.stdin)
+records = [runs.run_one(c) for c in configs]
+json.dump({"file": runs.__file__, "code": runs.run_code(), "records": records}, sys.stdout)
+"""
+
+
+def baseline_runs(baseline: Path, configs: list[dict]) -> list[dict]:
+    """The run records of `configs` under the code checked out at `baseline`, in a child process."""
+    return _baseline_child(baseline, configs)["records"]
+
+
+def _baseline_code(baseline: Path, stamps: set) -> str:
+    """The baseline's run code; ValueError unless it is the one stamp every stale run carries."""
+    code = _baseline_child(baseline, [])["code"]
+    if stamps != {code}:
+        carried = ", ".join(sorted(map(str, stamps)))
+        raise ValueError(f"--baseline {baseline}: its run code is {code}, but the stale runs carry {carried}")
+    return code
+
+
+def _baseline_child(baseline: Path, configs: list[dict]) -> dict:
+    """What `_BASELINE_CHILD` prints when run on the checkout `baseline` (RuntimeError if it fails)."""
+    root = Path(baseline).resolve()
+    env = os.environ | {"PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", _BASELINE_CHILD],
+        input=json.dumps(configs),
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        check=False,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"running the baseline {root} failed: {last}")
+    found = json.loads(done.stdout)
+    if not Path(found["file"]).resolve().is_relative_to(root):
+        raise RuntimeError(f"the baseline child imported {found['file']}, not the checkout {root}")
     return found
 
 

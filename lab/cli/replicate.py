@@ -69,6 +69,12 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
         help="rerun N sampled stale runs of the targets; only if all are identical, re-stamp every "
         "stale run as current (then exit; a later replicate re-renders without training)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="with --recertify: a checkout of the code that made the stale runs (e.g. a git worktree); "
+        "compare the sampled reruns with the same runs under that code, for runs made on another machine",
+    )
     return run_replicate
 
 
@@ -83,6 +89,12 @@ def run_replicate(args: argparse.Namespace) -> int:
     for path, what in ((args.json, "--json"), (args.timing, "--timing")):
         if path:
             check_writable(path, what)
+    baseline = getattr(args, "baseline", None)
+    if baseline is not None:
+        if not getattr(args, "recertify", None):
+            raise UsageError("--baseline goes with --recertify N")
+        if not (Path(baseline) / "lab" / "chen2022").is_dir():
+            raise UsageError(f"--baseline {baseline}: not a checkout of the lab (no lab/chen2022 folder)")
     stopwatch = Stopwatch.start(args.out) if args.timing else None  # it reads the run store
     from lab.chen2022 import replicate as chen  # here: the CLI starts without the science packages
     from lab.chen2022.replicate import TARGETS
@@ -92,7 +104,8 @@ def run_replicate(args: argparse.Namespace) -> int:
         from lab.chen2022.recertify import recertify
 
         out, progress = Path(args.out), not args.quiet
-        found = recertify(configs, out, args.recertify, progress, compile_in_child)
+        base = Path(baseline) if baseline is not None else None
+        found = recertify(configs, out, args.recertify, progress, compile_in_child, base)
         print(found.line(chen.run_code()))
         return 1 if found.differ else 0
     chen_only = TARGETS.keys() >= set(args.targets)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -419,6 +421,63 @@ def test_recertify_re_stamps_stale_runs_only_when_the_sampled_reruns_are_identic
     monkeypatch.setattr(R, "run_one", lambda config, progress=False: pytest.fail("trained"))
     assert R.run_target("table1", args) == 0
     assert recertify(configs, tmp_path, sample=2).stale == 0
+
+
+def test_recertify_against_a_baseline_compares_the_reruns_with_the_baseline_code_not_the_stored_records(
+    tiny, replicate_args, tmp_path, monkeypatch
+):
+    from lab.chen2022 import recertify as RC
+
+    args = replicate_args(settings=[1], seeds=1)
+    assert R.run_target("table1", args) == 0
+    configs = R.target_configs("table1", args)
+    _store(tmp_path, "UPDATE tasks SET code = 'old-code'")
+    moved = task_key("replicate", configs[0])  # made on another machine: no rerun here gives its bits
+    _store(
+        tmp_path, "UPDATE tasks SET result = json_set(result, '$.test_accuracy', 1.0) WHERE key = ?", moved
+    )
+    shift = {"test_accuracy": 0.0}  # the baseline code's runs here, against the current code's
+
+    def baseline(root, configs):
+        return {
+            "file": str(root / "x.py"),
+            "code": "old-code",
+            "records": [R.run_one(c) | shift for c in configs],
+        }
+
+    monkeypatch.setattr(RC, "_baseline_child", baseline)
+    found = RC.recertify(configs, tmp_path, sample=4, baseline=tmp_path)
+    assert found.stale == 4 and len(found.differ) == 4 and "test_accuracy" in found.line("now")
+    assert {row.code for row in R.stored_rows(configs, tmp_path).values()} == {"old-code"}
+
+    shift.clear()  # the baseline's code computes what the current code does
+    found = RC.recertify(configs, tmp_path, sample=4, baseline=tmp_path)
+    assert (found.differ, found.baseline, found.as_stored, found.store_rows) == ({}, "old-code", 3, 4)
+    assert "the baseline's old-code (3 equal to their stored record too)" in found.line(R.run_code())
+    assert {row.code for row in R.stored_rows(configs, tmp_path).values()} == {R.run_code()}
+
+
+def test_a_baseline_must_carry_the_stale_runs_code(tiny, replicate_args, tmp_path, monkeypatch):
+    from lab.chen2022 import recertify as RC
+
+    args = replicate_args(settings=[1], seeds=1)
+    assert R.run_target("table1", args) == 0
+    _store(tmp_path, "UPDATE tasks SET code = 'old-code'")
+    monkeypatch.setattr(
+        RC, "_baseline_child", lambda root, configs: {"file": "", "code": "other", "records": []}
+    )
+    with pytest.raises(ValueError, match="its run code is other, but the stale runs carry old-code"):
+        RC.recertify(R.target_configs("table1", args), tmp_path, sample=1, baseline=tmp_path)
+
+
+def test_the_baseline_child_runs_the_checkout_it_is_given(tmp_path):
+    from lab.chen2022 import recertify as RC
+
+    shutil.copytree(
+        Path(R.__file__).parents[2] / "lab", tmp_path / "lab", ignore=shutil.ignore_patterns("__pycache__")
+    )  # a checkout of this code
+    found = RC._baseline_child(tmp_path, [])
+    assert found["code"] == R.run_code() and Path(found["file"]).is_relative_to(tmp_path)
 
 
 def test_without_dask_jobs_train_in_this_process(tiny, tmp_path, monkeypatch):

@@ -65,3 +65,11 @@ def test_jobs_must_be_a_positive_integer(capsys, tmp_path):
     assert "--jobs" in capsys.readouterr().err
     with pytest.raises(ValueError, match="jobs"):
         R.train([], tmp_path, jobs=0)
+
+
+def test_a_baseline_goes_with_recertify_and_must_be_a_checkout(capsys, tmp_path):
+    argv = ["replicate", "table1", "--quiet", "--out", str(tmp_path)]
+    assert main([*argv, "--baseline", str(tmp_path)]) == 2
+    assert "--baseline goes with --recertify" in capsys.readouterr().err
+    assert main([*argv, "--recertify", "2", "--baseline", str(tmp_path / "nowhere")]) == 2
+    assert "not a checkout of the lab" in capsys.readouterr().err
