@@ -53,8 +53,10 @@ from lab.sweeps.store import StoredTask, SweepStore
 from lab.sweeps.sweep import SweepTask, dask_available, run_tasks
 from lab.sweeps.tasks import register_task
 
-# the per-step series a summary keeps of a single CNN's history: the findings read its last training loss
+# the per-step series a summary keeps of a linear single CNN's history (`linear_singles` reads its last
+# training loss); other runs keep none in a summary, the run store keeps them all
 SUMMARY_SERIES = ("loss",)
+SERIES_MODEL = "single (linear)"
 TASK = "replicate"  # the sweep task of one run (`replicate_run`)
 STORE_NAME = "runs.sqlite"  # the run store under OUT
 
@@ -281,10 +283,11 @@ def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
 
 def slim(record: dict) -> dict:
     """What a summary keeps of a run record: its configuration, seed, final metrics, timing and code,
-    and of its per-step series only `SUMMARY_SERIES` (the run store keeps the whole record)."""
+    and of its per-step series only `SUMMARY_SERIES` of a `SERIES_MODEL` run (the run store keeps the
+    whole record)."""
     kept = {k: v for k, v in record.items() if k not in ("history", "curves")}
     series = {k: record["history"][k] for k in SUMMARY_SERIES if k in record.get("history", {})}
-    return kept | ({"history": series} if series and record["model"].startswith("single") else {})
+    return kept | ({"history": series} if series and record["model"] == SERIES_MODEL else {})
 
 
 def summary_runs(records: list[dict]) -> tuple[dict | None, list[dict]]:

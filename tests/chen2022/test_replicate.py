@@ -347,7 +347,7 @@ def test_a_summary_keeps_final_metrics_and_only_the_series_the_docs_read(tiny, r
     assert '  "pairs": [],\n' in text  # a statistic with no rows: one line
     for run in payload["runs"]:
         assert "curves" not in run and "versions" not in run and run["code"] == R.run_code()
-        assert set(run.get("history", {})) == ({"loss"} if run["model"].startswith("single") else set())
+        assert set(run.get("history", {})) == ({"loss"} if run["model"] == "single (linear)" else set())
     assert payload["versions"]["numpy"]
 
 
