@@ -16,14 +16,18 @@ Layout of the results folder (default `results/`):
 - `sweeps/<name>.json`: reports of the sensitivity and tightness sweeps, written by
   `python -m lab sweep report sweeps/<name>.toml --out results/sweeps` (optional), by sweep name.
 
-Every problem with a file (missing when required, not JSON, a field missing or of the wrong type)
-is a `ResultsError` whose message starts with the file's path, so the command prints one line.
+Each kind of file has a schema below (its fields and what each holds, nested as in the file), which
+`_check` applies. Every problem with a file (missing when required, not JSON, a field missing or not what
+its schema says) is a `ResultsError` whose message starts with the file's path and names the field, so
+the command prints one line.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import reprlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -123,112 +127,109 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a number a result may hold")
 
 
-def _need(path: Path, obj: Any, key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
-    if not isinstance(obj, dict) or key not in obj:
-        raise ResultsError(f"{path}: {where}field {key!r} is missing")
-    value = obj[key]
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
-        raise ResultsError(f"{path}: {where}field {key!r} has the wrong type ({type(value).__name__})")
-    return value
+@dataclass(frozen=True)
+class Is:
+    """A leaf of a schema: the values `test` accepts, which `wanted` names in a refusal."""
+
+    wanted: str
+    test: Callable[[Any], bool]
 
 
-def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
+@dataclass(frozen=True)
+class Each:
+    """A list with `label` (its items `label 0`, `label 1`, … in a refusal), else an object, whose every
+    item meets `schema`; at least `least` of them."""
+
+    schema: Schema
+    label: str | None = None
+    least: int = 0
 
 
-def _number_or_none(path: Path, obj: dict, key: str, where: str) -> None:
-    value = obj.get(key)
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ResultsError(f"{path}: {where}field {key!r} must be a finite number or null, got {value!r}")
+# A dict schema maps each field to its schema; a key may name several fields, and a name ending in "?" a
+# field that may be absent (or null, where its schema is an `Is`).
+Schema = Is | Each | dict[str, "Schema"]
+TEXT = Is("text", lambda v: isinstance(v, str))
+INT = Is("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
+NUMBER = Is("a finite number", lambda v: INT.test(v) or (isinstance(v, float) and math.isfinite(v)))
+POSITIVE = Is("positive and finite", lambda v: NUMBER.test(v) and v > 0)
+COUNT = Is("a positive integer", lambda v: INT.test(v) and v > 0)
+OBJECT = Is("an object", lambda v: isinstance(v, dict))
+LIST = Is("a list", lambda v: isinstance(v, list))
+
+
+def _check(path: Path, value: Any, schema: Schema, where: str = "", key: str | None = None) -> None:
+    """Refuse `value`, field `key` at `where` in the file at `path`, in one line unless it meets `schema`."""
+    shape = schema if isinstance(schema, Is) else LIST if getattr(schema, "label", None) else OBJECT
+    if not shape.test(value):
+        name = where.removesuffix(": ") if key is None else f"{where}field {key!r}"
+        raise ResultsError(f"{path}: {name} must be {shape.wanted}, got {reprlib.repr(value)}")
+    inner = where if key is None else f"{where}{key}: "
+    if isinstance(schema, dict):
+        for names, field_schema in schema.items():
+            for name in names.split():
+                if (found := name.removesuffix("?")) not in value:
+                    if found == name:
+                        raise ResultsError(f"{path}: {inner}field {found!r} is missing")
+                elif found == name or value[found] is not None or not isinstance(field_schema, Is):
+                    _check(path, value[found], field_schema, inner, found)
+    elif isinstance(schema, Each):
+        if len(value) < schema.least:
+            raise ResultsError(f"{path}: {where}holds no {schema.label}s")
+        for i, item in enumerate(value) if schema.label else value.items():
+            at = (f"{where}{schema.label} {i}: ", None) if schema.label else (inner, i)
+            _check(path, item, schema.schema, *at)
+
+
+def _load(path: Path, schema: dict[str, Schema], what: str, **identity: str) -> dict[str, Any]:
+    """The JSON object at `path`, refused unless it is `what` (as `identity` says) and meets `schema`."""
+    data = _read_json(path)
+    if not isinstance(data, dict) or any(data.get(k) != v for k, v in identity.items()):
+        expected = ", ".join(f"{k} {v!r}" for k, v in identity.items()) or "a JSON object"
+        raise ResultsError(f"{path}: not {what} (expected {expected})")
+    _check(path, data, schema)
+    return data
+
+
+RECORD = {
+    "claim statement": TEXT,
+    "kind": Is(f"one of {KINDS}", lambda v: v in KINDS),
+    "verdict": Is(f"one of {VERDICTS}", lambda v: v in VERDICTS),
+    "outcome": TEXT,
+    "params": OBJECT,
+    "measured? bound? slack?": NUMBER,
+    "ci?": Is("[low, high]", lambda v: isinstance(v, list) and len(v) == 2 and all(map(NUMBER.test, v))),
+    "finding? note?": TEXT,
+}
 
 
 def load_verify(path: Path) -> dict[str, Any]:
     """`verify.json`, with every record's fields checked against the record vocabulary."""
-    data = _read_json(path)
-    if not isinstance(data, dict):
-        raise ResultsError(f"{path}: expected a JSON object with 'records'")
-    records = _need(path, data, "records", list)
-    _need(path, data, "seed", int)
-    _need(path, data, "tier", str)
-    if not records:
-        raise ResultsError(f"{path}: holds no records")
-    for i, record in enumerate(records):
-        where = f"record {i}: "
-        for key in ("claim", "statement", "kind", "verdict", "outcome"):
-            _need(path, record, key, str, where)
-        _need(path, record, "params", dict, where)
-        if record["kind"] not in KINDS:
-            raise ResultsError(f"{path}: {where}kind {record['kind']!r} is not one of {KINDS}")
-        if record["verdict"] not in VERDICTS:
-            raise ResultsError(f"{path}: {where}verdict {record['verdict']!r} is not one of {VERDICTS}")
-        for key in ("measured", "bound", "slack"):
-            _number_or_none(path, record, key, where)
-        ci = record.get("ci")
-        if ci is not None and (
-            not isinstance(ci, list) or len(ci) != 2 or not all(isinstance(v, int | float) for v in ci)
-        ):
-            raise ResultsError(f"{path}: {where}field 'ci' must be null or [low, high], got {ci!r}")
-        for key in ("finding", "note"):
-            if record.get(key) is not None and not isinstance(record[key], str):
-                raise ResultsError(f"{path}: {where}field {key!r} must be text or null")
-    return data
+    schema = {"records": Each(RECORD, "record", least=1), "seed": INT, "tier": TEXT}
+    return _load(path, schema, "the output of `python -m lab verify --json`")
 
 
-def _chen_replication(path: Path, data: dict) -> Replication:
-    config = _need(path, data, "config", dict)
-    target = _need(path, config, "target", str, "config: ")
-    variant = _need(path, config, "variant", str, "config: ")
-    tier = _need(path, config, "tier", str, "config: ")
-    _need(path, config, "seeds", int, "config: ")
-    runs = _need(path, data, "runs", list)
-    if not runs:
-        raise ResultsError(f"{path}: holds no runs")
-    for i, run in enumerate(runs):
-        where = f"run {i}: "
-        _need(path, run, "model", str, where)
-        _need(path, run, "setting", int, where)
-        _need(path, run, "seed", int, where)
-        _need(path, run, "steps", int, where)
-        accuracy = _need(path, run, "test_accuracy", (int, float), where)
-        if not math.isfinite(accuracy):
-            raise ResultsError(f"{path}: {where}test_accuracy is not finite")
-        _number_or_none(path, run, "dispatch_entropy", where)
-    arithmetic = {k: config[k] for k in ("dtype", "arithmetic") if k in config}  # else the defaults
-    return Replication(path, target, variant, tier, data, **arithmetic)
-
-
-def _makkuva_replication(path: Path, data: dict) -> Replication:
-    tier = _need(path, data, "tier", str)
-    _need(path, data, "seed", int)
-    runs = _need(path, data, "runs", list)
-    if len(runs) < 1:
-        raise ResultsError(f"{path}: holds no runs")
-    for i, run in enumerate(runs):
-        for method in ("ours", "l2", "em"):
-            errors = _need(path, run, method, dict, f"run {i}: ")
-            for key in ("e_reg", "e_gating"):
-                _need(path, errors, key, (int, float), f"run {i}: {method}: ")
-    _need(path, data, "config", dict)
-    _need(path, data, "recovered_eps", (int, float))
-    recovery = _need(path, data, "recovery", dict)
-    for method in ("ours", "l2", "em"):
-        counts = _need(path, recovery, method, dict, "recovery: ")
-        for key, kind in (("recovered", int), ("inits", int), ("stuck_ci_99", list)):
-            _need(path, counts, key, kind, f"recovery: {method}: ")
-    return Replication(path, data["target"], "paper", tier, data)
+CHEN_RUN = {"model": TEXT, "setting seed steps": INT, "test_accuracy": NUMBER, "dispatch_entropy?": NUMBER}
+CHEN = {"config": {"target variant tier": TEXT, "seeds": INT}, "runs": Each(CHEN_RUN, "run", least=1)}
+MAKKUVA = {  # each run and the recovery counts of Makkuva et al.'s method and the two baselines of Fig. 1
+    "tier": TEXT,
+    "seed": INT,
+    "runs": Each({"ours l2 em": {"e_reg e_gating": NUMBER}}, "run", least=1),
+    "config": OBJECT,
+    "recovered_eps": NUMBER,
+    "recovery": {"ours l2 em": {"recovered inits": INT, "stuck_ci_99": LIST}},
+}
 
 
 def load_replication(path: Path) -> Replication:
     """One `replicate --json` file: a Chen et al. table target or Makkuva et al.'s Fig. 1."""
     data = _read_json(path)
-    if not isinstance(data, dict):
-        raise ResultsError(f"{path}: expected a JSON object written by `python -m lab replicate`")
-    if data.get("target") == "makkuva-fig1":
-        return _makkuva_replication(path, data)
-    if isinstance(data.get("config"), dict) and "target" in data["config"]:
-        return _chen_replication(path, data)
+    if isinstance(data, dict) and data.get("target") == "makkuva-fig1":
+        _check(path, data, MAKKUVA)
+        return Replication(path, data["target"], "paper", data["tier"], data)
+    if isinstance(data, dict) and isinstance(config := data.get("config"), dict) and "target" in config:
+        _check(path, data, CHEN)
+        arithmetic = {k: config[k] for k in ("dtype", "arithmetic") if k in config}  # else the defaults
+        return Replication(path, config["target"], config["variant"], config["tier"], data, **arithmetic)
     raise ResultsError(f"{path}: not a replication file (no target named in it)")
 
 
@@ -237,111 +238,77 @@ def load_analysis(path: Path, summaries: list[Path]) -> dict[str, Any] | None:
     was computed from other summaries, or from other texts of them."""
     if not path.exists():
         return None
-    data = _read_json(path)
-    if not isinstance(data, dict) or data.get("format") != ANALYSIS_FORMAT:
-        raise ResultsError(f"{path}: not a replicate analysis (expected format {ANALYSIS_FORMAT!r})")
-    digests = _need(path, data, "summaries", dict)
+    tables = Is("a list, an object or null", lambda v: v is None or isinstance(v, list | dict))
+    schema = {"summaries": OBJECT, "precision stalled same_init": tables}
+    data = _load(path, schema, "a replicate analysis", format=ANALYSIS_FORMAT)
     held = {p.name: digest(p.read_text(encoding="utf-8")) for p in summaries}
-    if stale := sorted(name for name in digests.keys() | held.keys() if digests.get(name) != held.get(name)):
+    stored = data["summaries"]
+    if stale := sorted(name for name in stored.keys() | held.keys() if stored.get(name) != held.get(name)):
         raise ResultsError(
             f"{path}: computed from other summaries than its folder holds ({', '.join(stale)}); "
             f"`python -m lab replicate TARGET --out {path.parent}` rewrites it"
         )
-    for key in ("precision", "stalled", "same_init"):
-        _need(path, data, key, (list, dict, type(None)))
     return data
+
+
+BENCHMARK = {
+    "name kernel": TEXT,
+    "min_ms? median_ms? gflops? fraction_of_dgemm? speedup_vs_numpy_twin?": NUMBER,
+    "measures?": Each(NUMBER),  # by name; older summaries lack it
+}
+BENCH = {"machine": OBJECT, "benchmarks": Each(BENCHMARK, "benchmark"), "dgemm_gflops?": NUMBER}
 
 
 def load_bench(path: Path) -> BenchSummary:
     """One benchmark summary written by `python -m lab bench-report --summary`."""
-    data = _read_json(path)
-    if not isinstance(data, dict) or data.get("format") != SUMMARY_FORMAT:
-        raise ResultsError(f"{path}: not a benchmark summary (expected format {SUMMARY_FORMAT!r})")
-    _need(path, data, "machine", dict)
-    benches = _need(path, data, "benchmarks", list)
-    for i, bench in enumerate(benches):
-        where = f"benchmark {i}: "
-        _need(path, bench, "name", str, where)
-        _need(path, bench, "kernel", str, where)
-        for key in ("min_ms", "median_ms", "gflops", "fraction_of_dgemm", "speedup_vs_numpy_twin"):
-            _number_or_none(path, bench, key, where)
-        _bench_measures(path, bench, where)
-    _number_or_none(path, data, "dgemm_gflops", "")
-    return BenchSummary(path, data)
+    return BenchSummary(path, _load(path, BENCH, "a benchmark summary", format=SUMMARY_FORMAT))
 
 
-def _bench_measures(path: Path, bench: dict, where: str) -> None:
-    """Check the optional `measures` of a benchmark: finite numbers by name (older summaries lack it)."""
-    measures = bench.get("measures", {})
-    if not isinstance(measures, dict):
-        raise ResultsError(f"{path}: {where}field 'measures' must be an object of numbers, got {measures!r}")
-    for key, value in measures.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ResultsError(
-                f"{path}: {where}measures: field {key!r} must be a finite number, got {value!r}"
-            )
-
-
-TIMING_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "command": str,
-    "targets": list,
-    "variant": str,
-    "dtype": str,
-    "seeds": int,
-    "tier": str,
-    "jobs": int,
-    "cores": int,
-    "threads": int,
-    "run_files_at_start": int,
-    "wall_seconds": (int, float),
-    "cpu_seconds": (int, float),
-    "code": str,
-    "runs": list,
+TIMING_RUN = {
+    "model variant": TEXT,
+    "setting": INT,
+    "tier activation": TEXT,
+    "steps": INT,
+    "seconds": POSITIVE,
 }
-TIMING_RUN_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "model": str,
-    "variant": str,
-    "setting": int,
-    "tier": str,
-    "activation": str,
-    "steps": int,
-    "seconds": (int, float),
+TIMING = {
+    "command": TEXT,
+    "targets": LIST,
+    "variant dtype tier code": TEXT,
+    "seeds run_files_at_start": INT,
+    "jobs cores threads": COUNT,
+    "wall_seconds cpu_seconds": POSITIVE,
+    "runs": Each(TIMING_RUN, "run"),
 }
 
 
 def load_timing(path: Path) -> dict[str, Any]:
     """One timing record written by `python -m lab replicate ... --timing PATH`."""
-    data = _read_json(path)
-    if not isinstance(data, dict) or data.get("format") != TIMING_FORMAT:
-        raise ResultsError(f"{path}: not a replicate timing (expected format {TIMING_FORMAT!r})")
-    for key, kind in TIMING_FIELDS.items():
-        _need(path, data, key, kind)
-    for key in ("wall_seconds", "cpu_seconds", "cores", "jobs", "threads"):
-        if not math.isfinite(data[key]) or data[key] <= 0:
-            raise ResultsError(f"{path}: field {key!r} must be positive and finite, got {data[key]!r}")
-    for i, run in enumerate(data["runs"]):
-        for key, kind in TIMING_RUN_FIELDS.items():
-            _need(path, run, key, kind, f"run {i}: ")
-        for key in ("filters",) if run["model"].startswith("single") else ("M", "J"):
-            _need(path, run, key, int, f"run {i}: ")  # the model's size, for its FLOP count
-        if not math.isfinite(run["seconds"]) or run["seconds"] <= 0:
-            raise ResultsError(f"{path}: run {i}: field 'seconds' must be positive, got {run['seconds']!r}")
+    data = _load(path, TIMING, "a replicate timing", format=TIMING_FORMAT)
+    for i, run in enumerate(data["runs"]):  # the model's size, for its FLOP count
+        _check(path, run, {"filters" if run["model"].startswith("single") else "M J": INT}, f"run {i}: ")
     return data
 
 
 MUTATION_FORMAT = "moe-lab mutation summary 1"
-MUTATION_FIELDS = (
-    "group",
-    "mutants_total",
-    "sampled",
-    "killed",
-    "survived",
-    "equivalent",
-    "timeout",
-    "kill_rate",
-    "ci_low",
-    "ci_high",
-)
+GROUP_SCORE = {
+    "group": TEXT,
+    "mutants_total sampled killed survived equivalent timeout": INT,
+    "kill_rate? ci_low? ci_high?": NUMBER,
+}
+MUTATION_FIELDS = tuple(name.removesuffix("?") for names in GROUP_SCORE for name in names.split())
+MUTATION = {
+    "tool tool_version date commit_before": TEXT,
+    "seed workers": INT,
+    "sample_sizes first_draw?": Each(INT),
+    "session_wall_seconds? mean_seconds_per_mutant? rerun_wall_seconds? level?": NUMBER,
+    "selection": OBJECT,
+    "groups": Each(GROUP_SCORE, "groups"),
+    "before": Each(GROUP_SCORE, "before"),
+}
+MUTANTS = {
+    "mutants": Each({"id group module operator outcome_before outcome_after": TEXT, "line": INT}, "mutant")
+}
 
 
 def load_mutation(folder: Path) -> MutationRun | None:
@@ -349,89 +316,49 @@ def load_mutation(folder: Path) -> MutationRun | None:
     path = folder / "summary.json"
     if not path.exists():
         return None
-    data = _read_json(path)
-    if not isinstance(data, dict) or data.get("format") != MUTATION_FORMAT:
-        raise ResultsError(f"{path}: not a mutation summary (expected format {MUTATION_FORMAT!r})")
-    for key in ("tool", "tool_version", "date", "commit_before"):
-        _need(path, data, key, str)
-    for key in ("seed", "workers"):
-        _need(path, data, key, int)
-    for name in ("sample_sizes", "first_draw"):
-        counts = data.get(name) or {}
-        if name == "sample_sizes":
-            counts = _need(path, data, name, dict)
-        for group, n in counts.items():
-            if not isinstance(n, int) or isinstance(n, bool):
-                raise ResultsError(f"{path}: {name}.{group} must be an integer, got {n!r}")
-    for key in ("session_wall_seconds", "mean_seconds_per_mutant", "rerun_wall_seconds", "level"):
-        _number_or_none(path, data, key, "")
-    _need(path, data, "selection", dict)
+    data = _load(path, MUTATION, "a mutation summary", format=MUTATION_FORMAT)
     for name in ("groups", "before"):
-        entries = _need(path, data, name, list)
-        for i, entry in enumerate(entries):
-            where = f"{name} {i}: "
-            if not isinstance(entry, dict) or tuple(entry) != MUTATION_FIELDS:
-                raise ResultsError(f"{path}: {where}fields must be exactly {MUTATION_FIELDS}")
-            _need(path, entry, "group", str, where)
-            for key in MUTATION_FIELDS[1:7]:
-                _need(path, entry, key, int, where)
-            for key in MUTATION_FIELDS[7:]:
-                _number_or_none(path, entry, key, where)
-    mutants_path = folder / "mutants.json"
-    listing = _read_json(mutants_path)
-    mutants = _need(mutants_path, listing, "mutants", list)
-    for i, mutant in enumerate(mutants):
-        for key in ("id", "group", "module", "operator", "outcome_before", "outcome_after"):
-            _need(mutants_path, mutant, key, str, f"mutant {i}: ")
-        _need(mutants_path, mutant, "line", int, f"mutant {i}: ")
-    return MutationRun(data, mutants)
+        for i, entry in enumerate(data[name]):
+            if tuple(entry) != MUTATION_FIELDS:
+                raise ResultsError(f"{path}: {name} {i}: fields must be exactly {MUTATION_FIELDS}")
+    return MutationRun(data, _load(folder / "mutants.json", MUTANTS, "a list of mutants")["mutants"])
 
 
-PROOF_CHAIN_METRICS = ("T1", "T2", "routing_follows_professions", "professions_predict", "routed_share_end")
 # Fitted as c·d^slope on log–log axes (the findings' exponents, the rates figure): positive in every run.
 PROOF_CHAIN_RATES = (
-    "h_inf_T1",
-    "h_inf_T1_over_sigma0_1_5",
-    "other_projection_T1_over_sigma0",
-    "center_only_gap_end",
-    "profession_spread_end",
+    *"h_inf_T1 h_inf_T1_over_sigma0_1_5 other_projection_T1_over_sigma0".split(),
+    *"center_only_gap_end profession_spread_end".split(),
 )
+PROOF_CHAIN_METRICS = {"T1 T2 routing_follows_professions professions_predict routed_share_end": NUMBER}
+PROOF_CHAIN_RUN = {
+    "params": {"d": INT},
+    "metrics": PROOF_CHAIN_METRICS | {" ".join(PROOF_CHAIN_RATES): POSITIVE},
+}
+# "analysis": the fits in d (lab.sweeps.proof_chain.proof_chain_fits)
+PROOF_CHAIN = {"task_tables": TEXT, "runs": Each(PROOF_CHAIN_RUN, "run"), "analysis": OBJECT}
 
 
 def load_proof_chain(path: Path) -> dict[str, Any] | None:
     """The sweep report of `sweeps/proof_chain.toml` (None when not committed), checked for the fits in d."""
     if not path.exists():
         return None
-    data = _read_json(path)
-    if not isinstance(data, dict) or data.get("task") != "proof-chain":
-        raise ResultsError(f"{path}: not a report of the proof-chain sweep (task 'proof-chain')")
-    _need(path, data, "task_tables", str)
-    runs = _need(path, data, "runs", list)
-    for i, run in enumerate(runs):
-        where = f"run {i}: "
-        _need(path, _need(path, run, "params", dict, where), "d", int, where)
-        metrics = _need(path, run, "metrics", dict, where)
-        for key in PROOF_CHAIN_METRICS:
-            _need(path, metrics, key, (int, float), where)
-        for key in PROOF_CHAIN_RATES:
-            value = _need(path, metrics, key, (int, float), where)
-            if not (0 < value < math.inf):
-                raise ResultsError(f"{path}: {where}field {key!r} must be positive and finite, got {value!r}")
-    if len(runs) < 3 or len({run["params"]["d"] for run in runs}) < 2:
+    data = _load(path, PROOF_CHAIN, "a report of the proof-chain sweep", task="proof-chain")
+    if len(data["runs"]) < 3 or len({run["params"]["d"] for run in data["runs"]}) < 2:
         raise ResultsError(f"{path}: a power law in d needs at least 3 runs at two or more values of d")
-    _need(path, data, "analysis", dict)  # the fits in d (lab.sweeps.proof_chain.proof_chain_fits)
     return data
+
+
+SWEEP = {
+    "sweep task": TEXT,
+    "groups": LIST,
+    "runs": Each({"params metrics": OBJECT}, "run"),
+    "counts": OBJECT,
+}
 
 
 def load_sweep_report(path: Path) -> dict[str, Any]:
     """A committed sweep report (`lab.sweeps.report.build_report`), checked for its groups and runs."""
-    data = _read_json(path)
-    for key, kind in (("sweep", str), ("task", str), ("groups", list), ("runs", list), ("counts", dict)):
-        _need(path, data, key, kind)
-    for i, run in enumerate(data["runs"]):
-        _need(path, run, "params", dict, f"run {i}: ")
-        _need(path, run, "metrics", dict, f"run {i}: ")
-    return data
+    return _load(path, SWEEP, "a sweep report")
 
 
 def load_results(folder: str | Path) -> Results:

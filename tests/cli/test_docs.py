@@ -330,7 +330,7 @@ def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
             json.dumps(
                 json.loads((RESULTS / "mutation" / "summary.json").read_text()) | {"first_draw": {"k": None}}
             ),
-            "first_draw.k must be an integer, got None",
+            "first_draw: field 'k' must be an integer, got None",
         ),
         ("proof_chain/proof_chain.json", json.dumps({"task": "other"}), "not a report of the proof-chain"),
         (
@@ -338,12 +338,12 @@ def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
             json.dumps(
                 {"task": "proof-chain", "task_tables": "", "runs": [{"params": {"d": 50}, "metrics": {}}]}
             ),
-            "run 0: field 'T1' is missing",
+            "run 0: metrics: field 'T1' is missing",
         ),
         (
             "proof_chain/proof_chain.json",
             json.dumps(_proof_chain_report(center_only_gap_end=0.0)),
-            "run 0: field 'center_only_gap_end' must be positive and finite, got 0.0",
+            "run 0: metrics: field 'center_only_gap_end' must be positive and finite, got 0.0",
         ),
         (
             "proof_chain/proof_chain.json",
