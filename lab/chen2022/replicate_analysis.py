@@ -199,9 +199,3 @@ def analysis_text(analysis: dict, texts: dict[str, str]) -> str:
     summaries = {name: digest(text) for name, text in texts.items()}
     payload = {"format": ANALYSIS_FORMAT, "summaries": summaries} | analysis
     return json.dumps(payload, indent=1, allow_nan=False) + "\n"
-
-
-def stored_analysis(analysis: dict | None, summaries: dict[str, dict]) -> dict:
-    """The analysis stored beside the summaries, or: FALLBACK for summaries written before the analysis
-    file existed, computed from them (`replicate_analysis`); delete once every summary is rewritten."""
-    return analysis if analysis is not None else replicate_analysis(summaries)

@@ -233,24 +233,6 @@ def summary_statistics(target: str, records: list[dict]) -> dict[str, list[dict]
     return {name: statistic(target, records) for name, statistic in SUMMARY_STATISTICS.items()}
 
 
-def summary_statistic(payload: dict, name: str) -> list[dict]:
-    """A summary's statistic `name`. FALLBACK for summaries written before it was stored, which get it
-    from their runs: delete (with `summary_cells` and `summary_pairs`) once every summary is rewritten."""
-    if name in payload:
-        return payload[name]
-    return SUMMARY_STATISTICS[name](payload["config"]["target"], payload["runs"])
-
-
-def summary_cells(payload: dict) -> list[dict]:
-    """A summary's `cells` (`summary_statistic`'s fallback for summaries written before)."""
-    return summary_statistic(payload, "cells")
-
-
-def summary_pairs(payload: dict) -> list[dict]:
-    """A summary's `pairs` (`summary_statistic`'s fallback for summaries written before)."""
-    return summary_statistic(payload, "pairs")
-
-
 def format_table(target: str, records: list[dict]) -> str:
     """Markdown: per setting, each cell's mean ± std over seeds beside the paper's value and the diff."""
     return format_cells(target, cell_statistics(target, records))

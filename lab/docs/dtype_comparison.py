@@ -11,17 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from lab.chen2022.replicate_analysis import stored_analysis
+from lab.chen2022.replicate_analysis import replicate_analysis as analysis_of
 from lab.chen2022.tables import TARGETS
 from lab.docs.markdown import num, table
 from lab.docs.results import Replication
 
 
 def replicate_analysis(files: list[Replication]) -> dict[str, Any]:
-    """The replicate analysis the files were read beside; for summaries written before it, computed from
-    them (`stored_analysis`, the fallback)."""
-    stored = next((r.analysis for r in files if r.analysis is not None), None)
-    return stored_analysis(stored, {r.name: r.payload for r in files if r.target in TARGETS})
+    """The replicate analysis the Chen et al. files were read beside (`results.load_analysis`); without
+    any, the analysis of no summaries (nothing to pair or count)."""
+    return next((r.analysis for r in files if r.target in TARGETS), None) or analysis_of({})
 
 
 def comparison_table(pair: dict[str, Any]) -> str:

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lab.chen2022.replicate_report import summary_cells
 from lab.chen2022.tables import TARGETS, Cell
 from lab.docs.markdown import fixed, interval, num, table
 from lab.docs.results import Replication, Results
@@ -96,7 +95,7 @@ def cell_means(rep: Replication, keep: Callable[[Cell], bool] = lambda cell: Tru
             c["test_accuracy"]["std"],
             kept[c["cell"]][c["setting"]][0],
         )
-        for c in summary_cells(rep.payload)
+        for c in rep.payload["cells"]
         if c["cell"] in kept
     ]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lab.chen2022 import replicate as chen
-from lab.chen2022.replicate_report import format_cells, summary_cells
+from lab.chen2022.replicate_report import format_cells
 from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import Cell
 from lab.chen2022.training import DTYPES
@@ -61,7 +61,7 @@ def chen_file(rep: Replication) -> dict[str, Any]:
         "rep": rep,
         "seeds": sorted({r["seed"] for r in runs}),
         "settings": sorted({r["setting"] for r in runs}),
-        "cells": format_cells(rep.target, summary_cells(rep.payload)),
+        "cells": format_cells(rep.target, rep.payload["cells"]),
         "training_seconds": sum(seconds) if seconds else None,
         "wall_seconds": wall if isinstance(wall, int | float) else None,
     }

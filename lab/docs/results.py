@@ -209,7 +209,11 @@ def load_verify(path: Path) -> dict[str, Any]:
 
 
 CHEN_RUN = {"model": TEXT, "setting seed steps": INT, "test_accuracy": NUMBER, "dispatch_entropy?": NUMBER}
-CHEN = {"config": {"target variant tier": TEXT, "seeds": INT}, "runs": Each(CHEN_RUN, "run", least=1)}
+CHEN = {  # the statistics the pages show are stored by the writer (`replicate_report.SUMMARY_STATISTICS`)
+    "config": {"target variant tier": TEXT, "seeds": INT},
+    "runs": Each(CHEN_RUN, "run", least=1),
+    "cells pairs linear_singles stopping": LIST,
+}
 MAKKUVA = {  # each run and the recovery counts of Makkuva et al.'s method and the two baselines of Fig. 1
     "tier": TEXT,
     "seed": INT,
@@ -234,10 +238,13 @@ def load_replication(path: Path) -> Replication:
 
 
 def load_analysis(path: Path, summaries: list[Path]) -> dict[str, Any] | None:
-    """The replicate analysis beside the Chen et al. `summaries` (None when there is none), refused when it
-    was computed from other summaries, or from other texts of them."""
-    if not path.exists():
+    """The replicate analysis beside the Chen et al. `summaries` (None when there are none), refused when
+    it is missing or was computed from other summaries, or from other texts of them."""
+    if not summaries:
         return None
+    if not path.exists():
+        rewrite = f"`python -m lab replicate TARGET --out {path.parent}` writes it"
+        raise ResultsError(f"{path}: no such file; {rewrite}")
     tables = Is("a list, an object or null", lambda v: v is None or isinstance(v, list | dict))
     schema = {"summaries": OBJECT, "precision stalled same_init": tables}
     data = _load(path, schema, "a replicate analysis", format=ANALYSIS_FORMAT)

@@ -14,16 +14,13 @@ from scipy import stats
 
 from lab.chen2022 import replicate as R
 from lab.chen2022 import runs
-from lab.chen2022.replicate_analysis import ANALYSIS_NAME, digest, stored_analysis
+from lab.chen2022.replicate_analysis import ANALYSIS_NAME, digest, replicate_analysis
 from lab.chen2022.replicate_report import (
     PAIRED_CELLS,
     SUMMARY_STATISTICS,
     cell_pairs,
     cell_statistics,
     format_cells,
-    summary_cells,
-    summary_pairs,
-    summary_statistic,
 )
 from lab.core import registry
 from lab.core.errors import InputError
@@ -166,34 +163,28 @@ def test_format_table_shows_mean_std_paper_and_difference():
     assert "99.50 ± 0.71" in text and "+0.04" in text and "99.46 ± 0.55" in text and "+0.002" in text
 
 
-def test_a_summary_stores_its_cells_statistics_and_older_summaries_get_them_from_their_runs(
-    tiny, replicate_args, tmp_path
-):
+def test_a_summary_stores_its_cells_statistics(tiny, replicate_args, tmp_path):
     assert R.run_target("table1", replicate_args(settings=[1], seeds=2)) == 0
     payload = json.loads((tmp_path / "table1.json").read_text())
     assert payload["cells"] == cell_statistics("table1", payload["runs"])
     assert [(c["setting"], c["runs"]) for c in payload["cells"]] == [(1, 2)] * 4
-    older = {k: v for k, v in payload.items() if k != "cells"}
-    assert summary_cells(older) == summary_cells(payload) == payload["cells"]
     assert format_cells("table1", payload["cells"]) in (tmp_path / "table1.md").read_text()
     assert payload["pairs"] == []  # table1 pairs no cells
 
 
-def test_the_writer_stores_every_statistic_and_the_analysis_the_fallbacks_give_the_same(
-    tiny, replicate_args, tmp_path, monkeypatch
-):
-    """Each summary stores `SUMMARY_STATISTICS` and the analysis beside it is rewritten from every summary
-    (float32 paired with float64, the stalled runs); the on-read fallbacks for summaries written before
-    give the same values from the runs alone."""
+def test_the_writer_stores_every_statistic_and_the_analysis(tiny, replicate_args, tmp_path, monkeypatch):
+    """Each summary stores `SUMMARY_STATISTICS` over its runs and the analysis beside it is rewritten from
+    every summary (float32 paired with float64, the stalled runs)."""
     monkeypatch.setitem(R.TIER_SIZES, "full", R.TIER_SIZES["quick"])
     for fields in ({}, {"dtype": "float32"}, {"variant": "reference-code"}):
         assert R.run_target("table1", replicate_args(settings=[1], tier="full", **fields)) == 0
     texts = {p.name: p.read_text() for p in sorted(tmp_path.glob("table1*.json"))}
     summaries = {name: json.loads(text) for name, text in texts.items()}
     for payload in summaries.values():
-        for name in SUMMARY_STATISTICS:
-            older = {k: v for k, v in payload.items() if k != name}
-            assert summary_statistic(older, name) == payload[name]
+        for name, statistic in SUMMARY_STATISTICS.items():
+            assert payload[name] == json.loads(
+                json.dumps(statistic(payload["config"]["target"], payload["runs"]))
+            )
     (linear,) = summaries["table1.json"]["linear_singles"]
     assert (linear["filters"], linear["runs"], linear["lr"]) == (128, 2, 0.01)
     stopping = summaries["table1_reference-code.json"]["stopping"]
@@ -204,7 +195,7 @@ def test_the_writer_stores_every_statistic_and_the_analysis_the_fallbacks_give_t
     analysis = json.loads((tmp_path / ANALYSIS_NAME).read_text())
     assert analysis["summaries"] == {name: digest(text) for name, text in texts.items()}
     written = {k: v for k, v in analysis.items() if k not in ("format", "summaries")}
-    assert written == stored_analysis(None, summaries) and stored_analysis(written, {}) is written
+    assert written == json.loads(json.dumps(replicate_analysis(summaries)))
     (pair,) = analysis["precision"]
     assert (pair["float64"], pair["float32"], pair["variant"]) == (
         "table1.json",
@@ -235,7 +226,6 @@ def test_a_table3_summary_pairs_its_single_cnns_by_seed():
     half = stats.t.ppf(0.975, 2) * diff.std(ddof=1) / np.sqrt(3)
     assert pair["interval"] == pytest.approx([diff.mean() - half, diff.mean() + half])
     payload = {"config": {"target": "table3"}, "runs": records}
-    assert summary_pairs(payload) == summary_pairs(payload | {"pairs": [pair]}) == [pair]
     assert json.loads(R.summary_text(payload | {"pairs": [pair]}))["pairs"] == [pair]
     assert cell_pairs("table3", records[:1] + records[3:4]) == []  # one paired seed: no interval
 

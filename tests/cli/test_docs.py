@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from lab.chen2022 import replicate as chen
+from lab.chen2022.replicate import write_analysis
+from lab.chen2022.replicate_report import summary_statistics
 from lab.cli.bench_report import summary
 from lab.cli.main import main
 from lab.core import plots
@@ -129,6 +131,13 @@ def _proof_chain_report(ds=(50, 100, 200), seeds=2, **override) -> dict:
     return report | {"groups": groups, "analysis": analysis}
 
 
+def _write(folder: Path, name: str, payload: dict) -> None:
+    """A summary as `replicate` writes it (its statistics beside its runs), and the analysis beside it."""
+    statistics = summary_statistics(payload["config"]["target"], payload["runs"])
+    (folder / "replicate" / f"{name}.json").write_text(json.dumps(payload | statistics))
+    write_analysis(folder / "replicate")
+
+
 @pytest.fixture
 def results(tmp_path):
     folder = tmp_path / "results"
@@ -136,7 +145,7 @@ def results(tmp_path):
     (folder / "bench").mkdir()
     shutil.copy(RESULTS / "verify.json", folder / "verify.json")
     shutil.copytree(RESULTS / "proof_chain", folder / "proof_chain")
-    (folder / "replicate" / "table1.json").write_text(json.dumps(_table1_payload()))
+    _write(folder, "table1", _table1_payload())
     fig1 = {
         "target": "makkuva-fig1",
         "paper_claim": "EM gets stuck.",
@@ -303,7 +312,7 @@ def test_a_summary_without_measures_renders_its_targets_as_not_measured(results)
 
 
 def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
-    (results / "replicate" / "table1.json").write_text(json.dumps(_table1_payload("quick")))
+    _write(results, "table1", _table1_payload("quick"))
     pages = render_all(results, SWEEPS)
     assert "**Not the paper's protocol:** tier `quick`" in pages["replications.md"]
     assert "Committed at a smaller tier only (`table1.json`)" in pages["findings.md"]
@@ -425,7 +434,9 @@ def test_a_record_its_claims_description_does_not_list_follows_the_listed_ones(r
 def test_unknown_replication_target_is_refused(results, capsys):
     payload = _table1_payload()
     payload["config"]["target"] = "table99"
-    (results / "replicate" / "table1.json").write_text(json.dumps(payload))
+    empty = {key: [] for key in summary_statistics("table1", [])}  # table99 has no statistics to compute
+    (results / "replicate" / "table1.json").write_text(json.dumps(payload | empty))
+    write_analysis(results / "replicate")
     assert _docs(results, results.parent / "docs") == 2
     assert "unknown replication target 'table99'" in capsys.readouterr().err
 
@@ -474,8 +485,8 @@ def test_float32_beside_float64_is_a_paired_comparison(results, tmp_path, shift,
         run["dtype"] = "float32"
         # three cells differ by ±0.1 at the two seeds (mean 0, interval about ±1.3); one by +0.1 twice
         run["test_accuracy"] += shift + (0.1 if i < 2 or i % 2 else -0.1)
-    (results / "replicate" / "table1_float32.json").write_text(json.dumps(narrow))
-    (results / "replicate" / "table1.json").write_text(json.dumps(wide))
+    _write(results, "table1_float32", narrow)
+    _write(results, "table1", wide)
     page = render_all(results, SWEEPS)["replications.md"]
     assert "#### float32 beside float64, variant `paper`" in page
     assert agree in page
@@ -493,7 +504,7 @@ def test_float32_is_paired_with_the_float64_file_of_its_own_arithmetic(results):
     for run in dense["runs"]:
         run["test_accuracy"] += 5.0  # far outside seed noise: pairing with it would disagree everywhere
     for name, payload in (("table1", wide), ("table1_float32", narrow), ("table1_dense", dense)):
-        (results / "replicate" / f"{name}.json").write_text(json.dumps(payload))
+        _write(results, name, payload)
     page = render_all(results, SWEEPS)["replications.md"]
     assert "#### float32 beside float64, variant `paper`, arithmetic `structured`" in page
     assert "4 of 4 cells agree" in page
@@ -503,7 +514,7 @@ def test_float32_is_paired_with_the_float64_file_of_its_own_arithmetic(results):
 def test_stalled_runs_count_a_run_of_table1_and_table3_once(results):
     shared = _table1_payload()
     shared["config"]["target"] = "table3"
-    (results / "replicate" / "table3.json").write_text(json.dumps(shared))
+    _write(results, "table3", shared)
     findings = render_all(results, SWEEPS)["findings.md"]
     assert "Of the 2 nonlinear-MoE runs in `table1.json`, `table3.json`" in findings
 
@@ -519,7 +530,7 @@ def test_512_against_128_filters_is_paired_by_seed(results, shift, below):
         accuracy = 70.0 + 4 * config["seed"] + noise + (shift if large else 0.0)
         runs.append(config | {"test_accuracy": accuracy, "dispatch_entropy": None, "steps": 800})
     payload["runs"], payload["config"]["target"] = runs, "table3"
-    (results / "replicate" / "table3.json").write_text(json.dumps(payload))
+    _write(results, "table3", payload)
     findings = render_all(results, SWEEPS)["findings.md"]
     assert f"interval of the mean difference lies {below} settings" in findings
     assert "the paper's 512-filter row is below its 128-filter row in 1 of 1" in findings
@@ -537,13 +548,13 @@ def test_the_linear_singles_spread_is_given_per_filter_count(results):
             config | {"test_accuracy": accuracy, "history": history, "dispatch_entropy": None, "steps": 800}
         )
     payload["runs"], payload["config"]["target"] = runs, "table3"
-    (results / "replicate" / "table3.json").write_text(json.dumps(payload))
+    _write(results, "table3", payload)
     findings = render_all(results, SWEEPS)["findings.md"]
     assert "128 filters (3 runs): last training loss 0.50 to 0.52, largest seed sd of a setting's" in findings
     assert "512 filters (3 runs): last training loss 0.50 to 1.30, largest seed sd" in findings
     assert "accuracy 10.00 points" in findings and "(5.12 at 512 filters)" in findings
     payload["runs"] = [r for r in runs if r["seed"] == 0]  # one seed: no sd to give, and no NaN
-    (results / "replicate" / "table3.json").write_text(json.dumps(payload))
+    _write(results, "table3", payload)
     findings = render_all(results, SWEEPS)["findings.md"]
     assert "512 filters (1 runs): last training loss 0.50 to 0.50. Adam" in findings
     assert "nan points" not in findings
@@ -559,7 +570,7 @@ def test_same_init_levels_give_each_variants_span_beside_the_papers(results):
         payload["runs"] = runs
         payload["config"] |= {"target": "table10", "variant": variant}
         name = "table10" if variant == "paper" else "table10_reference-code"
-        (results / "replicate" / f"{name}.json").write_text(json.dumps(payload))
+        _write(results, name, payload)
     findings = render_all(results, SWEEPS)["findings.md"]
     assert (
         "same-init MoEs reach 75.5–75.5 % under the stated model (6 cells, ≥ 2 seeds each) and "
@@ -577,7 +588,7 @@ def test_the_reference_code_singles_stopping_points_are_read_from_their_steps(re
         runs.append(config | outcome | {"steps": steps, "stopped_early": stops})
     payload["runs"] = runs
     payload["config"] |= {"target": "table3", "variant": "reference-code"}
-    (results / "replicate" / "table3_reference-code.json").write_text(json.dumps(payload))
+    _write(results, "table3_reference-code", payload)
     findings = render_all(results, SWEEPS)["findings.md"]
     assert "The authors' rule is first tested at step 500" in findings
     assert "| single (linear), 512 filters | 2 | 2 | 501–502–502 | 60.0–70.0 |" in findings
@@ -640,7 +651,7 @@ def test_rounding_sensitivity_pairs_each_run_across_precision(results):
     for config in chen.expand("table3", [1], 3):
         runs.append(config | {"test_accuracy": 70.0 + config["seed"], "dispatch_entropy": None, "steps": 800})
     payload["runs"], payload["config"]["target"] = runs, "table3"
-    (results / "replicate" / "table3.json").write_text(json.dumps(payload))
+    _write(results, "table3", payload)
     assert 'name="rounding"' not in render_all(results, SWEEPS)["findings.md"]  # no float32 file: no pairs
 
     def moved(run):  # one 512-filter linear single run lands 30 points away in float32, the rest 0.1
@@ -648,7 +659,7 @@ def test_rounding_sensitivity_pairs_each_run_across_precision(results):
         return run | {"test_accuracy": run["test_accuracy"] + (30.0 if wide else 0.1)}
 
     narrow = payload | {"runs": [moved(r) for r in runs], "config": payload["config"] | {"dtype": "float32"}}
-    (results / "replicate" / "table3_float32.json").write_text(json.dumps(narrow))
+    _write(results, "table3_float32", narrow)
     findings = render_all(results, SWEEPS)["findings.md"]
     assert "`table3_float32.json` repeats every run of `table3.json`" in findings
     assert "| single (linear), 512 filters | 3 | 0.10 | 30.00 | 1 | 1.00 |" in findings
@@ -662,7 +673,7 @@ def test_a_replication_gives_its_runs_training_time_beside_the_last_invocations_
     payload = _table1_payload()
     payload["runs"] = [run | {"seconds": 45.0} for run in payload["runs"]]  # 8 runs: 6.0 min
     payload["config"]["wall_seconds"] = 0.05
-    (results / "replicate" / "table1.json").write_text(json.dumps(payload))
+    _write(results, "table1", payload)
     page = render_all(results, SWEEPS)["replications.md"]
     assert "Training time of its runs: 6.0 min (the run records' `seconds`, summed)." in page
     assert "The invocation that last wrote the file took 0.05 s of wall time" in page

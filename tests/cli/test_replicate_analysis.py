@@ -1,6 +1,5 @@
 """The statistics the replication findings and pages show are written by `replicate` (each summary's, and
-the analysis over several beside them); the docs read them, and compute them from the runs only for
-summaries written before (the fallback): both give the same pages."""
+the analysis over several beside them); the docs only read them, and refuse a folder that lacks them."""
 
 import json
 import shutil
@@ -8,46 +7,40 @@ from pathlib import Path
 
 import pytest
 
-from lab.chen2022.replicate import is_summary, summary_text, write_analysis
-from lab.chen2022.replicate_analysis import ANALYSIS_NAME
+from lab.chen2022.replicate import is_summary, write_analysis
+from lab.chen2022.replicate_analysis import ANALYSIS_NAME, replicate_analysis
 from lab.chen2022.replicate_report import summary_statistics
-from lab.docs.render import render_all
 from lab.docs.results import ResultsError, load_results
 
 REPO = Path(__file__).resolve().parents[2]
-RESULTS, SWEEPS = REPO / "results", REPO / "sweeps"
-PAGES = ("findings.md", "replications.md")
+RESULTS = REPO / "results"
 
 
 @pytest.fixture
 def results(tmp_path):
     folder = tmp_path / "results"
-    shutil.copytree(RESULTS, folder, ignore=shutil.ignore_patterns("runs", "*.sqlite", ANALYSIS_NAME))
+    shutil.copytree(RESULTS, folder, ignore=shutil.ignore_patterns("runs", "*.sqlite"))
     return folder
 
 
-def _rewrite_summaries(folder: Path) -> None:
-    """Each summary as the writer now writes it, its statistics stored beside its runs (no training)."""
-    for path in sorted(folder.glob("*.json")):
-        payload = json.loads(path.read_text())
-        if is_summary(payload):
-            stored = summary_statistics(payload["config"]["target"], payload["runs"])
-            head = {k: v for k, v in payload.items() if k not in ("versions", "runs")}
-            path.write_text(summary_text(head | stored | {k: payload[k] for k in ("versions", "runs")}))
+def _summaries(folder: Path) -> dict[str, dict]:
+    found = {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    return {name: payload for name, payload in found.items() if is_summary(payload)}
 
 
-def test_the_written_statistics_and_the_fallback_render_the_same_pages(results):
-    fallback = render_all(results, SWEEPS)  # no summary stores its statistics, no analysis
-    _rewrite_summaries(results / "replicate")
-    write_analysis(results / "replicate")
-    assert {r.analysis is not None for r in load_results(results).replications} == {True}
-    written = render_all(results, SWEEPS)
-    assert {page: written[page] for page in PAGES} == {page: fallback[page] for page in PAGES}
-    assert 'name="rounding"' in written["findings.md"]  # the committed float32 files are paired
+def test_the_committed_statistics_are_those_of_the_committed_runs():
+    summaries = _summaries(RESULTS / "replicate")
+    for name, payload in summaries.items():
+        stored = {key: payload[key] for key in summary_statistics("table1", [])}
+        assert stored == json.loads(
+            json.dumps(summary_statistics(payload["config"]["target"], payload["runs"]))
+        ), name
+    analysis = json.loads((RESULTS / "replicate" / ANALYSIS_NAME).read_text())
+    written = {k: v for k, v in analysis.items() if k not in ("format", "summaries")}
+    assert written == json.loads(json.dumps(replicate_analysis(summaries)))
 
 
 def test_an_analysis_of_other_summaries_is_refused_by_name(results):
-    write_analysis(results / "replicate")
     summary = results / "replicate" / "table3_float32.json"
     summary.write_text(summary.read_text().replace('"seed": 0', '"seed": 0 ', 1))
     refused = rf"{ANALYSIS_NAME}: computed from other summaries than its folder holds \(table3_float32.json\)"
@@ -55,3 +48,9 @@ def test_an_analysis_of_other_summaries_is_refused_by_name(results):
         load_results(results)
     write_analysis(results / "replicate")  # the replicate command rewrites it with every summary
     assert load_results(results).replications[0].analysis is not None
+
+
+def test_summaries_without_their_analysis_are_refused_by_name(results):
+    (results / "replicate" / ANALYSIS_NAME).unlink()
+    with pytest.raises(ResultsError, match=rf"{ANALYSIS_NAME}: no such file"):
+        load_results(results)

@@ -654,6 +654,8 @@ UNLISTED = {
     "lab.chen2022.proof_monitors": "the proof-chain monitors of the checks (not yet covered)",
     "lab.chen2022.routing_tightness": "the constant searches of the checks (not yet covered)",
     "lab.chen2022.sweep_tasks": "sweep task bodies: their parameters come from a validated sweep spec",
+    "lab.chen2022.replicate_analysis": "statistics over the summaries replicate wrote itself",
+    "lab.chen2022.sweep_studies": "the paper's rows beside committed sweep reports the docs loader checked",
 }
 
 
