@@ -24,7 +24,7 @@ import json
 
 import numpy as np
 
-from lab.chen2022.replicate_report import PAIR_LEVEL, cell_statistics, in_cell, paired_difference
+from lab.chen2022.replicate_report import PAIR_LEVEL, accuracy_by_seed, cell_statistics, paired_difference
 from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import TARGETS
 from lab.core.stats import clopper_pearson
@@ -53,18 +53,12 @@ def _finite(value: float) -> float | None:
     return value if np.isfinite(value) else None
 
 
-def _by_seed(payload: dict, cell, setting: int) -> dict[int, float]:
-    return {
-        r["seed"]: r["test_accuracy"] for r in payload["runs"] if r["setting"] == setting and in_cell(r, cell)
-    }
-
-
 def precision_pair(target: str, names: tuple[str, str], wide: dict, narrow: dict) -> dict:
     """One float64 summary (`wide`) against its float32 twin (`narrow`), run by run (see the module)."""
     rows, rounding, widest = [], {}, None
     for cell in TARGETS[target]:
         for setting in sorted(cell.paper):
-            a, b = _by_seed(wide, cell, setting), _by_seed(narrow, cell, setting)
+            a, b = (accuracy_by_seed(p["runs"], cell, setting) for p in (wide, narrow))
             seeds = sorted(set(a) & set(b))
             if not seeds:
                 continue

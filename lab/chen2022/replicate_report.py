@@ -129,6 +129,11 @@ def paired_difference(first: list[float], second: list[float]) -> tuple[float, f
     return mean, mean - half, mean + half
 
 
+def accuracy_by_seed(records: list[dict], cell: Cell, setting: int) -> dict[int, float]:
+    """The test accuracy of each seed's run of `cell` at `setting`: the runs a paired comparison pairs."""
+    return {r["seed"]: r["test_accuracy"] for r in records if r["setting"] == setting and in_cell(r, cell)}
+
+
 def cell_pairs(target: str, records: list[dict]) -> list[dict]:
     """Per setting the paper reports, the target's `PAIRED_CELLS` over the seeds both ran (two or more):
     each cell's mean test accuracy, the mean paired difference (second − first) with its interval and
@@ -139,10 +144,7 @@ def cell_pairs(target: str, records: list[dict]) -> list[dict]:
     first, second = (cells[label] for label in PAIRED_CELLS[target])
     pairs = []
     for s in sorted(second.paper):
-        a, b = (
-            {r["seed"]: r["test_accuracy"] for r in records if r["setting"] == s and in_cell(r, c)}
-            for c in (first, second)
-        )
+        a, b = (accuracy_by_seed(records, c, s) for c in (first, second))
         seeds = sorted(set(a) & set(b))
         if len(seeds) < 2:
             continue
