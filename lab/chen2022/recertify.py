@@ -120,9 +120,9 @@ def recertify(
     if baseline is not None and found.sampled:
         found.baseline = _baseline_code(baseline, {record.get("code") for _, record in stored.values()})
         reruns = baseline_runs(baseline, [stored[key][0] for key in found.sampled])
-        references_now = dict(zip(found.sampled, reruns, strict=True))
-        found.as_stored = sum(first_difference(references[k], r) is None for k, r in references_now.items())
-        references = references_now
+        reruns = dict(zip(found.sampled, reruns, strict=True))
+        found.as_stored = sum(first_difference(references[key], r) is None for key, r in reruns.items())
+        references = reruns  # a rerun here is held against the baseline's run, not the stored record
     prepare([stored[key][0] for key in found.sampled])
     for key in found.sampled:
         rerun = chen.run_one(stored[key][0], progress)
