@@ -37,13 +37,8 @@ def test_a_claims_file_loads_in_order_with_its_optional_fields(tmp_path):
         ("[X1\n", "not valid TOML"),
     ],
 )
-def test_a_damaged_claims_file_is_one_line_naming_it(tmp_path, text, says):
-    path = tmp_path / "c.toml"
-    path.write_text(text)
-    with pytest.raises(DescriptionError) as refused:
-        load_claims(path)
-    assert str(refused.value).startswith(f"{path}: ") and says in str(refused.value)
-    assert "\n" not in str(refused.value)
+def test_a_damaged_claims_file_is_one_line_naming_it(refuses_in_one_line, text, says):
+    refuses_in_one_line(load_claims, "c.toml", text, says)
 
 
 def test_a_paper_without_its_scope_is_refused(tmp_path):
@@ -77,13 +72,8 @@ def test_a_paper_names_its_proof_steps_file_beside_it(tmp_path):
         (PROOF.replace('sections = ["A"]\n', ""), "the proof: fields missing ['sections']"),
     ],
 )
-def test_a_damaged_proof_file_is_one_line_naming_it_and_the_step(tmp_path, text, says):
-    path = tmp_path / "steps.toml"
-    path.write_text(text)
-    with pytest.raises(DescriptionError) as refused:
-        load_proof(path)
-    assert str(refused.value).startswith(f"{path}: ") and says in str(refused.value)
-    assert "\n" not in str(refused.value)
+def test_a_damaged_proof_file_is_one_line_naming_it_and_the_step(refuses_in_one_line, text, says):
+    refuses_in_one_line(load_proof, "steps.toml", text, says)
 
 
 def test_each_description_lists_the_keys_of_its_claims_committed_records():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lab.core import registry
-from lab.core.descriptions import GRADES, LAB, DescriptionError, load_findings
+from lab.core.descriptions import GRADES, LAB, load_findings
 
 FINDING = """paper = "p"
 
@@ -41,13 +41,8 @@ def test_a_findings_file_loads_in_order_with_its_lists(tmp_path):
         (FINDING + "sources = [1]\n", "field 'sources' must list strings"),
     ],
 )
-def test_a_damaged_findings_file_is_one_line_naming_it(tmp_path, text, says):
-    path = tmp_path / "f.findings.toml"
-    path.write_text(text)
-    with pytest.raises(DescriptionError) as refused:
-        load_findings(path)
-    assert str(refused.value).startswith(f"{path}: ") and says in str(refused.value)
-    assert "\n" not in str(refused.value)
+def test_a_damaged_findings_file_is_one_line_naming_it(refuses_in_one_line, text, says):
+    refuses_in_one_line(load_findings, "f.findings.toml", text, says)
 
 
 def test_the_labs_findings_name_committed_records_and_known_grades():
