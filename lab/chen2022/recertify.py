@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.chen2022 import replicate as chen
+from lab.core.errors import InputError
 from lab.core.io import write_text_atomic
 from lab.sweeps.store import StoredTask, SweepStore
 
@@ -157,11 +158,11 @@ def baseline_runs(baseline: Path, configs: list[dict]) -> list[dict]:
 
 
 def _baseline_code(baseline: Path, stamps: set) -> str:
-    """The baseline's run code; ValueError unless it is the one stamp every stale run carries."""
+    """The baseline's run code; InputError (bad input, exit 2) unless it is the stamp of every stale run."""
     code = _baseline_child(baseline, [])["code"]
     if stamps != {code}:
         carried = ", ".join(sorted(map(str, stamps)))
-        raise ValueError(f"--baseline {baseline}: its run code is {code}, but the stale runs carry {carried}")
+        raise InputError(f"--baseline {baseline}: its run code is {code}, but the stale runs carry {carried}")
     return code
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from lab.chen2022 import replicate as R
@@ -73,3 +75,20 @@ def test_a_baseline_goes_with_recertify_and_must_be_a_checkout(capsys, tmp_path)
     assert "--baseline goes with --recertify" in capsys.readouterr().err
     assert main([*argv, "--recertify", "2", "--baseline", str(tmp_path / "nowhere")]) == 2
     assert "not a checkout of the lab" in capsys.readouterr().err
+
+
+def test_a_baseline_of_other_code_than_the_stale_runs_is_one_line_and_exit_2(
+    short_runs, tmp_path, monkeypatch, capsys
+):
+    from lab.chen2022 import recertify
+
+    argv = ["replicate", "table1", "--tier", "quick", "--settings", "1", "--seeds", "1", "--quiet"]
+    out, baseline = tmp_path / "out", tmp_path / "checkout"
+    assert main([*argv, "--out", str(out)]) == 0
+    with sqlite3.connect(R.store_path(out)) as db:
+        db.execute("UPDATE tasks SET code = 'old-code'")  # runs made by other code
+    (baseline / "lab" / "chen2022").mkdir(parents=True)
+    monkeypatch.setattr(recertify, "_baseline_child", lambda root, configs: {"code": "other", "records": []})
+    assert main([*argv, "--out", str(out), "--recertify", "2", "--baseline", str(baseline)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "its run code is other, but the stale runs carry old-code" in err and len(err.splitlines()) == 1
