@@ -1,45 +1,4 @@
-"""Findings as data (`lab.core.descriptions.Finding`, the `<module>.findings.toml` files beside the checks),
-rendered: a finding's evidence details and text are Jinja2 fragments with the templates' filters and these
-helpers, each naming what it reads explicitly:
-
-- `record(claim, key)`: the verify record of `claim` with `key`, which the finding lists in its `records`;
-  none in the results stops the render with one line naming the page, the claim and the key.
-  `records(claim, keys)`: the records of `claim` with each of `keys`, in that order.
-- `extra(r, "a", "b")`: a value of a record's `extra` (one line naming claim, key and path when missing);
-  `extra_or_none(r, "a")` where a value may legitimately be absent (the template says what then).
-- `sweep(name)`, `replication(target, variant)`: the committed sweep report `results/sweeps/<name>.json`
-  (`sweeps/<name>.json` among the finding's `sources`) and the full-tier replication of a target
-  (`replicate/<target>` among them), or none when the results do not hold it yet: the template says so,
-  usually with `missing(command)`; `replication_cells(target, variant, model=None)` that replication's
-  cells (of one model, if given) beside the paper's (or what to run); `statistic(rep, name)` a statistic
-  its summary stores (`lab.chen2022.replicate_report.SUMMARY_STATISTICS`); `replicate_analysis()` the
-  statistics over several summaries (`replicate/analysis.json` among the `sources`;
-  `lab.chen2022.replicate_analysis`); `gd_rate_study(report)` and `sigma0_rows(report)` Table 11's rate
-  sweeps and Table 10's σ0 sweep beside the paper's rows (`lab.chen2022.sweep_studies`); `proof_chain()`
-  the d study's report `results/proof_chain/proof_chain.json` (`proof_chain/proof_chain.json` among the
-  `sources`), its statistics in its `analysis`.
-- `bench()`: the benchmark summary `results/bench/summary.json` (`bench/summary.json` among the
-  `sources`), its statistics in its `statistics`, or none; `bench_target(name)` a performance target
-  (`lab.docs.bench_targets`); `timings()` the replication timings `results/timing/*.json` (`timing/*.json`
-  among the `sources`) with their floors, as the performance page shows them
-  (`lab.docs.timing_section.timing_values`).
-- `record_table(records)`, `table(head, rows)`: Markdown tables; `verify_missing(claims)`,
-  `missing(command)` and `replicate_command(target, variant)`: what to run for an absent measurement.
-- `paper_accuracy(target, setting, **params)`: the paper's accuracy (%) in the cell of a replication
-  target's table (`lab.chen2022.tables`) whose run parameters include `params`; `default_level`: the
-  level of the lab's intervals where a record states none (`lab.core.stats.DEFAULT_LEVEL`); `math`.
-- Filters, beside the templates' (`num`, `interval`, `code`, `anchor`, `row`): `r | measured` is
-  `measured (CI [a, b])`, `x | pct(digits)` a fraction as a percentage, `x | fixed(decimals)`.
-
-An evidence detail that renders empty is left out of the Evidence line.
-
-A finding resting on a claim the results never ran (no record of that claim at all: a results folder of
-one plugin's verdicts) shows its grades and the command that makes the records instead; a claim that ran
-must hold every key the finding names.
-
-A finding's text is Markdown: blocks are separated by blank lines, and the lines of a prose block are
-joined with spaces (tables, lists and code blocks keep theirs), so a file may wrap its sentences.
-"""
+"""Findings (`<module>.findings.toml`) rendered; their fragments' helpers: `docs/adding-a-claim.md`."""
 
 from __future__ import annotations
 
@@ -73,7 +32,7 @@ from lab.docs.templating import ENVIRONMENT
 from lab.docs.timing_section import timing_values
 from lab.sweeps.proof_chain import with_older_analysis
 
-# the findings' own filters (see above)
+# the findings' own filters (the guide lists them)
 ENVIRONMENT.filters.update(measured=measured, pct=pct, fixed=fixed)
 KEEP_LINES = ("|", "```", "- ", "*")  # blocks whose line breaks are Markdown, not wrapping
 
