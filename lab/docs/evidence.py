@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from lab.chen2022.replicate_analysis import replicate_analysis as analysis_of
 from lab.chen2022.tables import TARGETS, Cell
 from lab.docs.markdown import fixed, interval, num, table
 from lab.docs.results import Replication, Results
@@ -71,15 +72,10 @@ def full_tier(results: Results, target: str, variant: str = "paper") -> Replicat
     return sorted(found, key=lambda r: r.name)[0] if found else None
 
 
-def cell_runs(rep: Replication, cell: Cell, setting: int) -> list[dict]:
-    """The run records of one cell (table row) at one setting in a replication file."""
-    return [
-        r
-        for r in rep.payload["runs"]
-        if r["setting"] == setting
-        and r["model"] == cell.model
-        and all(r.get(k) == v for k, v in cell.params.items())
-    ]
+def replicate_analysis(files: list[Replication]) -> dict[str, Any]:
+    """The replicate analysis the Chen et al. files were read beside (`results.load_analysis`); without
+    any, the analysis of no summaries (nothing to pair or count)."""
+    return next((r.analysis for r in files if r.target in TARGETS), None) or analysis_of({})
 
 
 def cell_means(rep: Replication, keep: Callable[[Cell], bool] = lambda cell: True) -> list[CellMean]:

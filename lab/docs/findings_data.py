@@ -16,12 +16,12 @@ from lab.core.descriptions import Finding
 from lab.core.stats import DEFAULT_LEVEL
 from lab.docs.bench_targets import named
 from lab.docs.catalogue import Catalogue
-from lab.docs.dtype_comparison import replicate_analysis
 from lab.docs.evidence import (
     full_tier,
     measured,
     missing,
     record_rows,
+    replicate_analysis,
     replication_evidence,
     verify_missing,
 )

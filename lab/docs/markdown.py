@@ -69,12 +69,6 @@ def code(text: str) -> str:
     return f"`{text}`"
 
 
-def page(title: str, *parts: str) -> str:
-    """A page: generated-file marker, title, then the parts separated by blank lines, one final newline."""
-    body = "\n\n".join(p.strip("\n") for p in parts if p and p.strip())
-    return f"{GENERATED}\n\n# {title}\n\n{body}\n"
-
-
 def anchor(name: str) -> str:
     """An explicit link target (stable whatever the heading says)."""
     return f'<a name="{name}"></a>'

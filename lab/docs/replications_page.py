@@ -10,7 +10,7 @@ from lab.chen2022.replicate_report import format_cells
 from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import Cell
 from lab.chen2022.training import DTYPES
-from lab.docs.dtype_comparison import dtype_comparisons
+from lab.docs.evidence import replicate_analysis
 from lab.docs.lab_choices import declared
 from lab.docs.results import Replication, Results, ResultsError
 from lab.docs.templating import render
@@ -88,11 +88,13 @@ def replications_page(results: Results) -> str:
             (r for r in results.replications if r.target == target),
             key=lambda r: (r.variant != "paper", r.tier != "full", r.dtype != "float64", r.name),
         )
-        chen_target = target != MAKKUVA_TARGET
+        chen_target, names = target != MAKKUVA_TARGET, {r.name for r in files}
+        pairs = replicate_analysis(files)["precision"] if chen_target else []
         targets[target] = {
             "files": [chen_file(r) if chen_target else makkuva_file(r) for r in files],
             "choices": declared(target) if chen_target else [],
-            "comparisons": dtype_comparisons(files) if chen_target else [],
+            # the paired float32 / float64 comparisons whose two files are both committed
+            "comparisons": [p for p in pairs if {p["float64"], p["float32"]} <= names],
         }
     return render(
         "replications.md.j2",
