@@ -3,12 +3,11 @@ paper's, and the command to run when the results do not hold a measurement."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from lab.chen2022.replicate_analysis import replicate_analysis as analysis_of
-from lab.chen2022.tables import TARGETS, Cell
+from lab.chen2022.tables import TARGETS
 from lab.docs.markdown import fixed, interval, num, table
 from lab.docs.results import Replication, Results
 
@@ -51,19 +50,6 @@ def verify_missing(claims: str) -> str:
 # ------------------------------------------------------------------------------------ replications
 
 
-@dataclass(frozen=True)
-class CellMean:
-    """One table cell of a committed replication: the lab's mean ± std over seeds and the paper's value."""
-
-    source: str
-    label: str
-    setting: int
-    seeds: int
-    mean: float
-    std: float | None
-    paper: float
-
-
 def full_tier(results: Results, target: str, variant: str = "paper") -> Replication | None:
     """The committed replication of `target` at the paper's protocol (full tier), if any."""
     found = [
@@ -78,44 +64,9 @@ def replicate_analysis(files: list[Replication]) -> dict[str, Any]:
     return next((r.analysis for r in files if r.target in TARGETS), None) or analysis_of({})
 
 
-def cell_means(rep: Replication, keep: Callable[[Cell], bool] = lambda cell: True) -> list[CellMean]:
-    """Per kept cell and setting: the runs' mean accuracy (the summary's cells) beside the paper's."""
-    kept = {cell.label: cell.paper for cell in TARGETS[rep.target] if keep(cell)}
-    return [
-        CellMean(
-            rep.name,
-            c["cell"],
-            c["setting"],
-            c["runs"],
-            c["test_accuracy"]["mean"],
-            c["test_accuracy"]["std"],
-            kept[c["cell"]][c["setting"]][0],
-        )
-        for c in rep.payload["cells"]
-        if c["cell"] in kept
-    ]
-
-
-def cell_table(cells: list[CellMean]) -> str:
-    rows = [
-        (
-            f"`{c.source}`",
-            c.label,
-            c.setting,
-            c.seeds,
-            fixed(c.mean, 2) + (f" ± {fixed(c.std, 2)}" if c.std is not None else ""),
-            fixed(c.paper, 2),
-            f"{c.mean - c.paper:+.2f}",
-        )
-        for c in cells
-    ]
-    return table(("file", "cell", "setting", "seeds", "lab test accuracy (%)", "paper (%)", "diff"), rows)
-
-
-def replication_evidence(
-    results: Results, target: str, variant: str, keep: Callable[[Cell], bool], command: str
-) -> str:
-    """A table of the kept cells from the full-tier file of (target, variant), or how to produce it."""
+def replication_evidence(results: Results, target: str, variant: str, model: str | None, command: str) -> str:
+    """The cells (of `model`, if given) of the full-tier file of (target, variant), each the runs' mean ±
+    std beside the paper's value; or how to produce them."""
     rep = full_tier(results, target, variant)
     if rep is None:
         quick = [f"`{r.name}`" for r in results.replications if r.target == target and r.variant == variant]
@@ -125,5 +76,12 @@ def replication_evidence(
             else ""
         )
         return note + missing(command)
-    cells = cell_means(rep, keep)
-    return cell_table(cells) if cells else missing(command)
+    papers = {cell.label: cell.paper for cell in TARGETS[target] if not model or cell.model == model}
+    rows = []
+    for c in (c for c in rep.payload["cells"] if c["cell"] in papers):
+        acc, paper = c["test_accuracy"], papers[c["cell"]][c["setting"]][0]
+        lab = fixed(acc["mean"], 2) + (f" ± {fixed(acc['std'], 2)}" if acc["std"] is not None else "")
+        diff = f"{acc['mean'] - paper:+.2f}"
+        rows.append((f"`{rep.name}`", c["cell"], c["setting"], c["runs"], lab, fixed(paper, 2), diff))
+    head = ("file", "cell", "setting", "seeds", "lab test accuracy (%)", "paper (%)", "diff")
+    return table(head, rows) if rows else missing(command)

@@ -126,8 +126,7 @@ class _Reader:
 
     def replication_cells(self, target: str, variant: str = "paper", model: str | None = None) -> str:
         self._listed(f"replicate/{target}")
-        keep = (lambda cell: cell.model == model) if model else (lambda cell: True)
-        return replication_evidence(self.results, target, variant, keep, command(target, variant))
+        return replication_evidence(self.results, target, variant, model, command(target, variant))
 
     def replicate_analysis(self) -> dict[str, Any]:
         self._listed("replicate/analysis.json")
