@@ -4,7 +4,6 @@ values `templates/timing.md.j2` shows."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from lab.chen2022.runs import TIER_SIZES
@@ -17,20 +16,13 @@ TARGET_TABLES = ["table1", "table3"]
 PEAK_PREFIX = "peak_fma_"  # and the dtype: the kernel names of `benchmarks/test_bench_peak.py`
 
 
-def peak_benchmarks(results: Results) -> dict[str, dict[str, Any]]:
-    """The bench summary's peak multiply-add benchmarks that have a rate, by dtype, float64 first."""
-    found: dict[str, dict[str, Any]] = {}
-    for summary in results.bench:
-        for bench in summary.payload.get("benchmarks", []):
-            if bench.get("kernel", "").startswith(PEAK_PREFIX) and bench.get("gflops"):
-                found.setdefault(bench["kernel"].removeprefix(PEAK_PREFIX), bench)
-    return {dtype: found[dtype] for dtype in ("float64", "float32") if dtype in found}
-
-
 def _rate(results: Results, dtype: str) -> float | None:
     """The peak rate in FLOP/s per thread: the bench summary's `peak_fma_<dtype>` (None without one)."""
-    bench = peak_benchmarks(results).get(dtype)
-    return bench["gflops"] * 1e9 if bench else None
+    for summary in results.bench:
+        for bench in summary.payload["benchmarks"]:
+            if bench["kernel"] == PEAK_PREFIX + dtype and bench.get("gflops"):
+                return bench["gflops"] * 1e9
+    return None
 
 
 def _flops(run: dict[str, Any]) -> float:
@@ -63,22 +55,9 @@ def _model(run: dict[str, Any]) -> str:
     return f"{run['model']}, M = {run['M']}, J = {run['J']}"
 
 
-@dataclass(frozen=True)
-class ModelTime:
-    """One model's runs in a timing record: their own seconds, FLOP, rate per thread and, with a
-    peak rate, that rate's fraction and the minutes of wall time above the floor they account for."""
-
-    model: str
-    runs: int
-    seconds: float
-    flops: float
-    per_thread: float
-    fraction: float | None
-    above_minutes: float | None
-
-
-def model_times(results: Results, record: dict[str, Any]) -> list[ModelTime]:
-    """Per model of one record (sorted by name): its runs' seconds beyond their own floor ÷ the jobs."""
+def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model of one record (sorted by name): its runs, their own seconds, FLOP, rate per thread and,
+    with a peak rate, that rate's fraction and their seconds beyond their own floor ÷ the jobs (minutes)."""
     rate = _rate(results, record["dtype"])
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     groups: dict[str, list[dict]] = defaultdict(list)
@@ -89,11 +68,8 @@ def model_times(results: Results, record: dict[str, Any]) -> list[ModelTime]:
         seconds, flops = sum(r["seconds"] for r in runs), sum(_flops(r) for r in runs)
         per_thread = flops / seconds / threads
         above = (seconds - flops / (rate * threads)) / record["jobs"] / 60 if rate else None
-        found.append(
-            ModelTime(
-                model, len(runs), seconds, flops, per_thread, per_thread / rate if rate else None, above
-            )
-        )
+        row = dict(model=model, runs=len(runs), seconds=seconds, flops=flops, per_thread=per_thread)
+        found.append(row | {"fraction": per_thread / rate if rate else None, "above_minutes": above})
     return found
 
 

@@ -186,7 +186,7 @@ def _time_finding(results: Results) -> str:
 
 def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_above_its_floor():
     record = _record()
-    above = sum(t.above_minutes for t in model_times(_results(record), record))
+    above = sum(t["above_minutes"] for t in model_times(_results(record), record))
     sentence = _time_finding(_results(record))
     assert "in float64 took 10.0 min on 2 cores (`t.json`; target ≤ 15 min, met)" in sentence
     assert f"the MoE runs account for 0.0 and the single CNNs for {above:.1f}" in sentence
