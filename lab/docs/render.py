@@ -17,7 +17,7 @@ from lab.docs.findings_page import findings_page
 from lab.docs.guides import adding_page, index_page, sweeps_page
 from lab.docs.mutation_page import mutation_page
 from lab.docs.performance_page import performance_page
-from lab.docs.replications_page import check_targets, replications_page
+from lab.docs.replications_page import replications_page
 from lab.docs.results import Results, load_results
 
 
@@ -35,7 +35,6 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: b
     `plugins`: also the pages of the installed plugins: one per paper a plugin describes, and
     `claims/<package>.md` for its claims on none of them."""
     results = load_results(results_folder)
-    check_targets(results)
     by_package = plugin_checks()
     described = catalogues()
     pages = {

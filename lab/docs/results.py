@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from lab.chen2022.replicate_analysis import ANALYSIS_FORMAT, ANALYSIS_NAME, digest
+from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import TARGETS
+from lab.chen2022.training import DTYPES
 from lab.cli.bench_report import SUMMARY_FORMAT
 from lab.cli.timing import TIMING_FORMAT
 from lab.core.errors import InputError
@@ -225,16 +227,25 @@ MAKKUVA = {  # each run and the recovery counts of Makkuva et al.'s method and t
 
 
 def load_replication(path: Path) -> Replication:
-    """One `replicate --json` file: a Chen et al. table target or Makkuva et al.'s Fig. 1."""
+    """One `replicate --json` file: Makkuva et al.'s Fig. 1, or a Chen et al. table target the lab has."""
     data = _read_json(path)
     if isinstance(data, dict) and data.get("target") == "makkuva-fig1":
         _check(path, data, MAKKUVA)
         return Replication(path, data["target"], "paper", data["tier"], data)
-    if isinstance(data, dict) and isinstance(config := data.get("config"), dict) and "target" in config:
-        _check(path, data, CHEN)
-        arithmetic = {k: config[k] for k in ("dtype", "arithmetic") if k in config}  # else the defaults
-        return Replication(path, config["target"], config["variant"], config["tier"], data, **arithmetic)
-    raise ResultsError(f"{path}: not a replication file (no target named in it)")
+    if not (isinstance(data, dict) and isinstance(config := data.get("config"), dict) and "target" in config):
+        raise ResultsError(f"{path}: not a replication file (no target named in it)")
+    _check(path, data, CHEN)
+    arithmetic = {k: config[k] for k in ("dtype", "arithmetic") if k in config}  # else the defaults
+    rep = Replication(path, config["target"], config["variant"], config["tier"], data, **arithmetic)
+    for what, value, allowed in (
+        ("replication target", rep.target, TARGETS),
+        ("variant", rep.variant, VARIANTS),
+        ("dtype", rep.dtype, DTYPES),
+        ("arithmetic", rep.arithmetic, ARITHMETIC),
+    ):
+        if value not in allowed:
+            raise ResultsError(f"{path}: unknown {what} {value!r}")
+    return rep
 
 
 def load_analysis(path: Path, summaries: list[Path]) -> dict[str, Any] | None:
