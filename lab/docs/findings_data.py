@@ -113,8 +113,8 @@ class _Reader:
 
     def bench(self) -> dict[str, Any] | None:
         self._listed("bench/summary.json")
-        found = [s.payload for s in self.results.bench if s.name == "summary.json"]
-        return with_older_statistics(found[0]) if found else None  # fallback for an older summary
+        found = self.results.bench.get("summary.json")
+        return with_older_statistics(found) if found else None  # fallback for an older summary
 
     def timings(self) -> dict[str, Any]:
         self._listed("timing/*.json")

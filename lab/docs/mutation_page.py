@@ -30,7 +30,7 @@ def mutation_page(results: Results) -> str:
     page, template = "verification-power.md", "verification-power.md.j2"
     if results.mutation is None:
         return render(template, page, results, summary=None)
-    summary = results.mutation.summary
+    summary, mutants = results.mutation
     sizes, first = summary["sample_sizes"], summary.get("first_draw") or {}
     own = summary["commit_before"]
     level = summary.get("level", 0.95)
@@ -44,7 +44,7 @@ def mutation_page(results: Results) -> str:
         page,
         results,
         summary=summary,
-        mutants=[changed(m) for m in results.mutation.mutants],
+        mutants=[changed(m) for m in mutants],
         level=level,
         common_size=max(set(sizes.values()), key=list(sizes.values()).count),
         cut={g: (first[g], n) for g, n in sizes.items() if g in first and n < first[g]},

@@ -67,33 +67,13 @@ class Replication:
 
 
 @dataclass(frozen=True)
-class BenchSummary:
-    """One benchmark summary (see `lab.cli.bench_report.summary`)."""
-
-    path: Path
-    payload: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return self.path.name
-
-
-@dataclass(frozen=True)
-class MutationRun:
-    """The mutation score (`mutation/summary.json`) and its sampled mutants (`mutation/mutants.json`)."""
-
-    summary: dict[str, Any]
-    mutants: list[dict[str, Any]]
-
-
-@dataclass(frozen=True)
 class Results:
     """Everything the docs read: verify records, replication files, benchmark summaries, mutation score."""
 
     verify: dict[str, Any]
     replications: list[Replication] = field(default_factory=list)
-    bench: list[BenchSummary] = field(default_factory=list)
-    mutation: MutationRun | None = None
+    bench: dict[str, dict[str, Any]] = field(default_factory=dict)  # benchmark summaries by file name
+    mutation: tuple[dict[str, Any], list[dict[str, Any]]] | None = None  # the score, its mutants
     proof_chain: dict[str, Any] | None = None
     timing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (file name, record)
     sweeps: dict[str, dict[str, Any]] = field(default_factory=dict)  # sweep reports by sweep name
@@ -277,9 +257,9 @@ BENCHMARK = {
 BENCH = {"machine": OBJECT, "benchmarks": Each(BENCHMARK, "benchmark"), "dgemm_gflops?": NUMBER}
 
 
-def load_bench(path: Path) -> BenchSummary:
+def load_bench(path: Path) -> dict[str, Any]:
     """One benchmark summary written by `python -m lab bench-report --summary`."""
-    return BenchSummary(path, _load(path, BENCH, "a benchmark summary", format=SUMMARY_FORMAT))
+    return _load(path, BENCH, "a benchmark summary", format=SUMMARY_FORMAT)
 
 
 TIMING_RUN = {
@@ -329,7 +309,7 @@ MUTANTS = {
 }
 
 
-def load_mutation(folder: Path) -> MutationRun | None:
+def load_mutation(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """`mutation/summary.json` with `mutation/mutants.json` (None when no summary is committed)."""
     path = folder / "summary.json"
     if not path.exists():
@@ -339,7 +319,7 @@ def load_mutation(folder: Path) -> MutationRun | None:
         for i, entry in enumerate(data[name]):
             if tuple(entry) != MUTATION_FIELDS:
                 raise ResultsError(f"{path}: {name} {i}: fields must be exactly {MUTATION_FIELDS}")
-    return MutationRun(data, _load(folder / "mutants.json", MUTANTS, "a list of mutants")["mutants"])
+    return data, _load(folder / "mutants.json", MUTANTS, "a list of mutants")["mutants"]
 
 
 # Fitted as c·d^slope on log–log axes (the findings' exponents, the rates figure): positive in every run.
@@ -390,7 +370,7 @@ def load_results(folder: str | Path) -> Results:
     chen = [r.path for r in replications if r.target in TARGETS]
     analysis = load_analysis(root / "replicate" / ANALYSIS_NAME, chen)
     replications = [replace(r, analysis=analysis) for r in replications]
-    bench = [load_bench(p) for p in sorted((root / "bench").glob("*.json"))]
+    bench = {p.name: load_bench(p) for p in sorted((root / "bench").glob("*.json"))}
     proof_chain = load_proof_chain(root / "proof_chain" / "proof_chain.json")
     timing = [(p.name, load_timing(p)) for p in sorted((root / "timing").glob("*.json"))]
     sweeps = {p.stem: load_sweep_report(p) for p in sorted((root / "sweeps").glob("*.json"))}

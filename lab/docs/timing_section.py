@@ -18,8 +18,8 @@ PEAK_PREFIX = "peak_fma_"  # and the dtype: the kernel names of `benchmarks/test
 
 def _rate(results: Results, dtype: str) -> float | None:
     """The peak rate in FLOP/s per thread: the bench summary's `peak_fma_<dtype>` (None without one)."""
-    for summary in results.bench:
-        for bench in summary.payload["benchmarks"]:
+    for summary in results.bench.values():
+        for bench in summary["benchmarks"]:
             if bench["kernel"] == PEAK_PREFIX + dtype and bench.get("gflops"):
                 return bench["gflops"] * 1e9
     return None

@@ -75,7 +75,7 @@ def test_summary_is_the_small_json_the_docs_render(tmp_path):
     assert numba["min_ms"] == 4.0 and numba["median_ms"] == 5.0 and numba["rounds"] == 9
     assert numba["speedup_vs_numpy_twin"] == 100.0 and numba["fraction_of_dgemm"] == 0.5
     assert numpy["speedup_vs_numpy_twin"] is None and numpy["median_ms"] is None
-    assert load_bench(out).payload == data  # what the docs accept
+    assert load_bench(out) == data  # what the docs accept
 
 
 def test_summary_keeps_the_allowed_measures_that_are_plain_numbers(tmp_path):
@@ -94,7 +94,7 @@ def test_summary_keeps_the_allowed_measures_that_are_plain_numbers(tmp_path):
     assert "measures" not in numpy  # none found: no key
     out = tmp_path / "summary.json"
     out.write_text(json.dumps(summary(run, "0001_a.json")))
-    assert load_bench(out).payload["benchmarks"][0]["measures"]["threads"] == 2
+    assert load_bench(out)["benchmarks"][0]["measures"]["threads"] == 2
 
 
 def test_a_damaged_saved_run_is_one_line_naming_it(tmp_path, capsys):

@@ -15,7 +15,7 @@ from lab.cli.timing import TIMING_FORMAT
 from lab.docs.arithmetic_floor import run_flops
 from lab.docs.findings_data import registered, render_finding
 from lab.docs.markdown import pct
-from lab.docs.results import BenchSummary, Replication, Results, ResultsError, load_timing
+from lab.docs.results import Replication, Results, ResultsError, load_timing
 from lab.docs.templating import render
 from lab.docs.timing_section import floor_minutes, model_times, same_code, timing_values
 from lab.sweeps.keys import task_key
@@ -113,7 +113,7 @@ def _results(record: dict, peak: float | None = 50.0) -> Results:
     float64 and 3 × `peak` in float32 (none if None), beside a DGEMM rate the floor must not use."""
     rates = {} if peak is None else {"float64": peak, "float32": 3 * peak}
     benches = [{"kernel": f"peak_fma_{dtype}", "gflops": rate} for dtype, rate in rates.items()]
-    bench = [BenchSummary(Path("summary.json"), {"dgemm_gflops": 7.0, "benchmarks": benches})]
+    bench = {"summary.json": {"dgemm_gflops": 7.0, "benchmarks": benches}}
     return Results({"records": []}, [], bench, timing=[("t.json", record)])
 
 
