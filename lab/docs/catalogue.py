@@ -27,7 +27,8 @@ class Catalogue:
         return next((key for key in self.papers if module and f".{key}." in f".{module}."), None)
 
 
-def _package(declaration: registry.Declaration) -> str | None:
+def package_of(declaration: registry.Declaration) -> str | None:
+    """The package a declaration comes from; None for the lab's own."""
     return None if registry.is_own(declaration) else registry.origin(declaration).package
 
 
@@ -38,6 +39,6 @@ def catalogues() -> dict[str | None, Catalogue]:
     registry.refuse("paper", registry.in_conflict("paper"))
     for kind in ("paper", "claim"):
         for name, item in sorted(registry.declared(kind).items()):
-            entry = found.setdefault(_package(item), Catalogue({}, {}))
+            entry = found.setdefault(package_of(item), Catalogue({}, {}))
             (entry.papers if kind == "paper" else entry.claims)[name] = item
     return found

@@ -7,9 +7,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.core import registry
 from lab.core.descriptions import Claim, Paper
 from lab.core.registry import claim_order
-from lab.docs.catalogue import Catalogue
+from lab.docs.catalogue import Catalogue, package_of
 from lab.docs.lab_choices import CHOICES
 from lab.docs.markdown import code, num
 from lab.docs.results import VERIFY_COMMAND, Results
@@ -58,13 +59,10 @@ class ClaimView:
 def plugin_checks() -> dict[str | None, list[CheckInfo]]:
     """Every registered check by the package it comes from, the lab's own under None (sorted as `verify`
     runs them): the lab's pages show only its own, so an installed plugin never changes them."""
-    from lab.core import registry
-
     ordered = sorted(registry.declared("check").values(), key=lambda c: (claim_order(c.claims[0]), c.name))
     found: dict[str | None, list[CheckInfo]] = defaultdict(list)
     for c in ordered:
-        package = None if registry.is_own(c) else registry.origin(c).package
-        found[package].append(CheckInfo(c.name, c.claims, c.func.__module__))
+        found[package_of(c)].append(CheckInfo(c.name, c.claims, c.func.__module__))
     return dict(found)
 
 

@@ -15,7 +15,7 @@ from lab.core import registry
 from lab.core.descriptions import Finding
 from lab.core.stats import DEFAULT_LEVEL
 from lab.docs.bench_targets import named
-from lab.docs.catalogue import Catalogue
+from lab.docs.catalogue import Catalogue, package_of
 from lab.docs.evidence import (
     full_tier,
     measured,
@@ -52,10 +52,7 @@ def registered(package: str | None = None) -> dict[str, Finding]:
     """The findings one package declares (the lab's own under None), by anchor, in registry order."""
     found = registry.declared("finding")
     registry.refuse("finding", registry.in_conflict("finding"))  # two findings with one anchor
-    own = {name: f for name, f in found.items() if registry.is_own(f)}
-    if package is None:
-        return own
-    return {n: f for n, f in found.items() if n not in own and registry.origin(f).package == package}
+    return {name: f for name, f in found.items() if package_of(f) == package}
 
 
 class _Reader:
