@@ -4,7 +4,7 @@ catalogue (TOML beside the checks), checks from the registry, verdicts from `res
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from lab.core import registry
@@ -27,10 +27,6 @@ OUTCOME_ORDER = (
     "uncontrolled",
     "error",
 )
-MISSING_ENTRY = (
-    "This claim has a check but no catalogue entry yet: add its statement, reference, premise "
-    "and negative controls to the TOML file beside its check (`lab.core.descriptions`)."
-)
 
 
 @dataclass(frozen=True)
@@ -52,8 +48,8 @@ class ClaimView:
 
     id: str
     about: Claim | None
-    checks: list[CheckInfo] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)  # every record of the claim, file order
+    checks: list[CheckInfo]
+    records: list[dict[str, Any]]  # every record of the claim, file order
 
 
 def plugin_checks() -> dict[str | None, list[CheckInfo]]:
@@ -105,16 +101,15 @@ def claim_views(
     ids: set[str], results: Results, checks: list[CheckInfo], catalogue: Catalogue
 ) -> list[ClaimView]:
     """The claims `ids` in claim order, each with its description, checks and records."""
-    views = [ClaimView(c, catalogue.claims.get(c)) for c in sorted(ids, key=claim_order)]
-    by_id = {v.id: v for v in views}
-    for check in checks:
-        for claim in check.claims:
-            if claim in by_id:
-                by_id[claim].checks.append(check)
-    for record in results.records:
-        if record["claim"] in by_id:
-            by_id[record["claim"]].records.append(record)
-    return views
+    return [
+        ClaimView(
+            c,
+            catalogue.claims.get(c),
+            [check for check in checks if c in check.claims],
+            [r for r in results.records if r["claim"] == c],
+        )
+        for c in sorted(ids, key=claim_order)
+    ]
 
 
 def claims_page(
@@ -125,20 +120,8 @@ def claims_page(
     ids = {c for c, about in catalogue.claims.items() if about.paper == paper.name}
     ids |= {c for check in checks for c in check.claims if catalogue.paper_of(c, check.module) == paper.name}
     claims = claim_views(ids, results, checks, catalogue)
-    steps = paper.proof.steps if paper.proof else ()
-    return render(
-        "claims.md.j2",
-        f"claims/{paper.name}.md",
-        results,
-        paper=paper,
-        claims=claims,
-        missing=MISSING_ENTRY,
-        proof_steps=steps,
-        categories=dict(paper.proof.categories) if paper.proof else {},
-        step_counts=Counter(step.category for step in steps),
-        claim_ids={c.id for c in claims},
-        findings=findings,
-    )
+    page = f"claims/{paper.name}.md"
+    return render("claims.md.j2", page, results, paper=paper, claims=claims, findings=findings)
 
 
 def plugin_page(package: str, results: Results, checks: list[CheckInfo], catalogue: Catalogue) -> str | None:
