@@ -19,29 +19,25 @@ from lab.core import registry
 Entry = tuple[str, str, list[tuple[str, str]]]  # signature, docstring, (property, its docstring)
 
 
-def _annotation(value: Any) -> str:
-    return value if isinstance(value, str) else getattr(value, "__name__", repr(value))
+class _Source(str):
+    """An annotation as the source writes it: `inspect` shows its text unquoted."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
-def _parameter(p: inspect.Parameter) -> str:
-    text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
-    if p.annotation is not p.empty:
-        text += f": {_annotation(p.annotation)}"
-    if p.default is not p.empty:
-        text += f" = {p.default!r}" if p.annotation is not p.empty else f"={p.default!r}"
-    return text
+def _annotation(value: Any) -> Any:
+    if value is inspect.Parameter.empty:
+        return value
+    return _Source(value if isinstance(value, str) else getattr(value, "__name__", repr(value)))
 
 
 def signature(name: str, func: Callable) -> str:
     """`name(params) -> returns` with the annotations as the source writes them."""
     sig = inspect.signature(func)
-    parts: list[str] = []
-    for p in sig.parameters.values():
-        if p.kind is p.KEYWORD_ONLY and not any(x.startswith("*") for x in parts):
-            parts.append("*")
-        parts.append(_parameter(p))
-    returns = "" if sig.return_annotation is sig.empty else f" -> {_annotation(sig.return_annotation)}"
-    return f"{name}({', '.join(parts)}){returns}"
+    params = [p.replace(annotation=_annotation(p.annotation)) for p in sig.parameters.values()]
+    returns = _annotation(sig.return_annotation)
+    return name + str(sig.replace(parameters=params, return_annotation=returns))
 
 
 def _module(name: str) -> ModuleType | None:
