@@ -58,10 +58,10 @@ def full_tier(results: Results, target: str, variant: str = "paper") -> Replicat
     return sorted(found, key=lambda r: r.name)[0] if found else None
 
 
-def replicate_analysis(files: list[Replication]) -> dict[str, Any]:
+def replicate_analysis(results: Results) -> dict[str, Any]:
     """The replicate analysis the Chen et al. files were read beside (`results.load_analysis`); without
     any, the analysis of no summaries (nothing to pair or count)."""
-    return next((r.analysis for r in files if r.target in TARGETS), None) or analysis_of({})
+    return results.analysis or analysis_of({})
 
 
 def replication_evidence(results: Results, target: str, variant: str, model: str | None, command: str) -> str:

@@ -127,7 +127,7 @@ class _Reader:
 
     def replicate_analysis(self) -> dict[str, Any]:
         self._listed("replicate/analysis.json")
-        return replicate_analysis(self.results.replications)
+        return replicate_analysis(self.results)
 
     def context(self) -> dict[str, Any]:
         return {

@@ -59,14 +59,13 @@ def makkuva_file(rep: Replication) -> dict[str, Any]:
 def replications_page(results: Results) -> str:
     """docs/replications.md: per target (the Chen et al. tables, then Fig. 1) its files, stated model
     first, the full tier first, float64 first."""
-    targets = {}
+    targets, pairs = {}, replicate_analysis(results)["precision"]
     for target in [*TARGETS, MAKKUVA_TARGET]:
         files = sorted(
             (r for r in results.replications if r.target == target),
             key=lambda r: (r.variant != "paper", r.tier != "full", r.dtype != "float64", r.name),
         )
         chen_target, names = target != MAKKUVA_TARGET, {r.name for r in files}
-        pairs = replicate_analysis(files)["precision"] if chen_target else []
         targets[target] = {
             "files": [chen_file(r) if chen_target else makkuva_file(r) for r in files],
             "choices": declared(target) if chen_target else [],

@@ -28,7 +28,7 @@ import json
 import math
 import reprlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,6 @@ class Replication:
     payload: dict[str, Any]
     dtype: str = "float64"  # the experts' arithmetic (Chen et al.); files from before it are dense float64
     arithmetic: str = "dense"
-    analysis: dict[str, Any] | None = None  # the replicate analysis beside the file, if any
 
     @property
     def name(self) -> str:
@@ -77,6 +76,7 @@ class Results:
     proof_chain: dict[str, Any] | None = None
     timing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (file name, record)
     sweeps: dict[str, dict[str, Any]] = field(default_factory=dict)  # sweep reports by sweep name
+    analysis: dict[str, Any] | None = None  # the replicate analysis beside the Chen et al. files, if any
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -369,9 +369,9 @@ def load_results(folder: str | Path) -> Results:
     replications = [load_replication(p) for p in found]
     chen = [r.path for r in replications if r.target in TARGETS]
     analysis = load_analysis(root / "replicate" / ANALYSIS_NAME, chen)
-    replications = [replace(r, analysis=analysis) for r in replications]
     bench = {p.name: load_bench(p) for p in sorted((root / "bench").glob("*.json"))}
     proof_chain = load_proof_chain(root / "proof_chain" / "proof_chain.json")
     timing = [(p.name, load_timing(p)) for p in sorted((root / "timing").glob("*.json"))]
     sweeps = {p.stem: load_sweep_report(p) for p in sorted((root / "sweeps").glob("*.json"))}
-    return Results(verify, replications, bench, load_mutation(root / "mutation"), proof_chain, timing, sweeps)
+    mutation = load_mutation(root / "mutation")
+    return Results(verify, replications, bench, mutation, proof_chain, timing, sweeps, analysis)
