@@ -25,15 +25,14 @@ from lab.docs.evidence import (
     replication_evidence,
     verify_missing,
 )
-from lab.docs.markdown import evidence, finding, fixed, pct, table
+from lab.docs.markdown import evidence, finding, table
 from lab.docs.replications_page import command
 from lab.docs.results import Replication, Results, ResultsError, record_by_key
 from lab.docs.templating import ENVIRONMENT
 from lab.docs.timing_section import timing_values
 from lab.sweeps.proof_chain import with_older_analysis
 
-# the findings' own filters (the guide lists them)
-ENVIRONMENT.filters.update(measured=measured, pct=pct, fixed=fixed)
+ENVIRONMENT.filters["measured"] = measured  # the findings' own filter (the guide lists it)
 KEEP_LINES = ("|", "```", "- ", "*")  # blocks whose line breaks are Markdown, not wrapping
 
 
@@ -69,10 +68,7 @@ class _Reader:
     def record(self, claim: str, key: str) -> dict[str, Any]:
         if (claim, key) not in self.item.records:
             raise self._unlisted(f"the record {claim}/{key}")
-        try:
-            return record_by_key(self.results, claim, key)
-        except ResultsError as exc:
-            raise ResultsError(f"{self.page}: {exc}") from None
+        return record_by_key(self.results, claim, key, self.page)
 
     def records(self, claim: str, keys: list[str]) -> list[dict[str, Any]]:
         return [self.record(claim, key) for key in keys]

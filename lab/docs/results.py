@@ -83,12 +83,14 @@ class Results:
         return self.verify["records"]
 
 
-def record_by_key(results: Results, claim: str, key: str) -> dict[str, Any]:
-    """The record of `claim` with `key` in the verify results; ResultsError in one line when there is none."""
+def record_by_key(results: Results, claim: str, key: str, page: str = "") -> dict[str, Any]:
+    """The record of `claim` with `key` in the verify results; ResultsError in one line (naming the `page`
+    that asks, if given) when there is none."""
     found = [r for r in results.records if r["claim"] == claim and r.get("key") == key]
     if len(found) != 1:
         problem = "no record" if not found else f"{len(found)} records"
-        raise ResultsError(f"verify results: {problem} of claim {claim} with key {key!r}")
+        where = f"{page}: " if page else ""
+        raise ResultsError(f"{where}verify results: {problem} of claim {claim} with key {key!r}")
     return found[0]
 
 

@@ -42,10 +42,7 @@ def render(template: str, page: str, results: Results, **context: Any) -> str:
     """The page `page` (its path under docs/) from `template`, with the verify records of `results`."""
 
     def record(claim: str, key: str) -> dict[str, Any]:
-        try:
-            return record_by_key(results, claim, key)
-        except ResultsError as exc:
-            raise ResultsError(f"{page}: {exc}") from None
+        return record_by_key(results, claim, key, page)
 
     def others(claim: str, keys: list[str]) -> list[dict[str, Any]]:
         return [r for r in results.records if r["claim"] == claim and r.get("key") not in keys]
