@@ -30,42 +30,23 @@ class Choice:
     reason: str  # the paper's location (source "paper") or the lab's reason (source "lab")
 
 
-def _entries(target: str, model: str) -> dict[str, dict[str, str]]:
-    """The declared sources of a model's fields for a target: the defaults, with the target's own entries."""
-    own = CHOICES.get("target", {}).get(target, {}).get(model, {})
-    return {**CHOICES[model], **own}
-
-
-def _run_configs(target: str, model: str) -> dict[str, list[Any]]:
-    """The resolved configurations of the target's runs of that model (one seed), per variant."""
-    read = moe_run_config if model == "moe" else single_run_config
-    settings = [s for c in TARGETS[target] for s in c.paper]
-    return {
-        variant: [
-            read(c) for c in expand(target, settings, 1, variant=variant) if c["model"].startswith(model)
-        ]
-        for variant in VARIANTS
-    }
-
-
-def _values(runs: dict[str, list[Any]], field: str) -> dict[str, str]:
-    """The distinct values of `field` over the resolved runs, per variant, as text."""
-    return {
-        variant: ", ".join(sorted({str(getattr(r, field)) for r in found})) for variant, found in runs.items()
-    }
-
-
 def declared(target: str) -> list[Choice]:
-    """Every declared value of a target's runs, MoE fields first, then single CNNs', then the data's."""
+    """Every declared value of a target's runs, MoE fields first, then single CNNs', then the data's; each
+    value read from the runs' resolved configurations (one seed) per variant."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
     models = {cell.model.split(" ")[0] for cell in TARGETS[target]}
+    settings = [s for c in TARGETS[target] for s in c.paper]
+    runs = {v: expand(target, settings, 1, variant=v) for v in VARIANTS}
     found = []
-    for model in ("moe", "single"):
-        if model in models:
-            runs = _run_configs(target, model)
-            for field, entry in _entries(target, model).items():
-                found.append(_choice(field, _values(runs, field), entry))
+    for model, read in (("moe", moe_run_config), ("single", single_run_config)):
+        if model not in models:
+            continue
+        configs = {v: [read(c) for c in rs if c["model"].startswith(model)] for v, rs in runs.items()}
+        own = CHOICES.get("target", {}).get(target, {}).get(model, {})  # the target's own over the defaults
+        for field, entry in {**CHOICES[model], **own}.items():
+            values = {v: ", ".join(sorted({str(getattr(r, field)) for r in rs})) for v, rs in configs.items()}
+            found.append(_choice(field, values, entry))
     train, test = TIER_SIZES["full"]
     for field, value in (("n_train", train), ("n_test", test)):
         found.append(_choice(field, dict.fromkeys(VARIANTS, str(value)), CHOICES["data"][field]))
