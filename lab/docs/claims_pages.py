@@ -3,7 +3,7 @@ catalogue (TOML beside the checks), checks from the registry, verdicts from `res
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,20 +13,8 @@ from lab.core.registry import claim_order
 from lab.docs.catalogue import Catalogue, package_of
 from lab.docs.lab_choices import CHOICES
 from lab.docs.markdown import code, num
-from lab.docs.results import VERIFY_COMMAND, Results
+from lab.docs.results import Results
 from lab.docs.templating import ENVIRONMENT, render
-
-OUTCOME_ORDER = (
-    "pass",
-    "detected",
-    "finding",
-    "report",
-    "FAIL",
-    "MISSED",
-    "FINDING NOW HOLDS",
-    "uncontrolled",
-    "error",
-)
 
 
 @dataclass(frozen=True)
@@ -62,29 +50,11 @@ def plugin_checks() -> dict[str | None, list[CheckInfo]]:
     return dict(found)
 
 
-def outcome_summary(records: list[dict[str, Any]]) -> str:
-    """`3 pass, 2 detected` in a fixed order of outcomes."""
-    counts = Counter(r["outcome"] for r in records)
-    words = [f"{counts[o]} {o}" for o in OUTCOME_ORDER if counts[o]]
-    words += [f"{counts[o]} {o}" for o in sorted(counts) if o not in OUTCOME_ORDER]
-    return ", ".join(words) or "no records"
-
-
-def notes(records: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """The known findings and notes under a verdict table: (label, `#1, #3`, text), each text once."""
-    numbers: dict[tuple[str, str], list[int]] = {}
-    for i, r in enumerate(records, 1):
-        for label, key in (("known finding", "finding"), ("note", "note")):
-            if r.get(key):
-                numbers.setdefault((label, r[key]), []).append(i)
-    return [(label, ", ".join(f"#{i}" for i in rows), body) for (label, body), rows in numbers.items()]
-
-
 def check_choices(claim_id: str, records: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
     """The values a training check's records state, each with its source (`lab/docs/lab_choices.toml`)."""
     rows = []
     for name, entry in CHOICES.get("check", {}).get(claim_id, {}).items():
-        values = sorted({r["params"][name] for r in records if r.get("params", {}).get(name) is not None})
+        values = sorted({r["params"][name] for r in records if r["params"].get(name) is not None})
         if values:
             shown = ", ".join(num(v) if isinstance(v, float) else str(v) for v in values)
             source = entry["source"] if entry["source"] == "paper" else f"**{entry['source']}**"
@@ -92,9 +62,8 @@ def check_choices(claim_id: str, records: list[dict[str, Any]]) -> list[tuple[st
     return rows
 
 
-# the claims templates' own helpers (claim.md.j2 and the pages that include it)
-ENVIRONMENT.filters.update(outcomes=outcome_summary, notes=notes)
-ENVIRONMENT.globals.update(choices=check_choices, verify_command=VERIFY_COMMAND)
+# the claims templates' own helper (claim.md.j2 and the pages that include it)
+ENVIRONMENT.globals["choices"] = check_choices
 
 
 def claim_views(

@@ -9,8 +9,7 @@ from pathlib import Path
 from lab.core import registry
 from lab.core.records import KINDS, PROBLEMS, VERDICTS, Record
 from lab.docs.catalogue import Catalogue, catalogues
-from lab.docs.claims_pages import outcome_summary
-from lab.docs.results import VERIFY_COMMAND, Results, ResultsError
+from lab.docs.results import Results, ResultsError
 from lab.docs.signatures import api_entries
 from lab.docs.templating import render
 from lab.sweeps.sweep import SweepSpec, expand, load_spec
@@ -42,9 +41,7 @@ def index_page(results: Results) -> str:
         "index.md",
         results,
         papers=list(own.papers.values()),
-        summary=outcome_summary(results.records),
         outcomes=example_records(),
-        verify_command=VERIFY_COMMAND,
     )
 
 
@@ -99,7 +96,6 @@ def adding_page(results: Results) -> str:
         "adding-a-claim.md.j2",
         "adding-a-claim.md",
         results,
-        verify_command=VERIFY_COMMAND,
         database=DATABASE,
         example=example,
         entry_points=entry_point_lines(example("pyproject.toml")),

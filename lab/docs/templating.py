@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 
 from lab.docs import markdown
-from lab.docs.results import Results, ResultsError, record_by_key
+from lab.docs.results import VERIFY_COMMAND, Results, ResultsError, record_by_key
 
 ENVIRONMENT = jinja2.Environment(
     loader=jinja2.PackageLoader("lab.docs", "templates"),
@@ -34,8 +34,10 @@ ENVIRONMENT.filters.update(
     code=markdown.code,
     anchor=markdown.anchor,
     row=markdown.row,  # one line of a table: `{{ [a, b, c] | row }}`
+    outcomes=markdown.outcome_summary,
+    notes=markdown.notes,
 )
-ENVIRONMENT.globals["generated"] = markdown.GENERATED
+ENVIRONMENT.globals.update(generated=markdown.GENERATED, verify_command=VERIFY_COMMAND)
 
 
 def render(template: str, page: str, results: Results, **context: Any) -> str:
