@@ -1,21 +1,8 @@
 """The committed result files the docs are rendered from, read and checked before anything renders.
 
-Layout of the results folder (default `results/`):
-
-- `verify.json`: the output of `python -m lab verify --seed 0 --json results/verify.json` (required);
-- `replicate/*.json`: one file per replication run of `python -m lab replicate TARGET --json ...`
-  (optional; the run store `replicate/runs.sqlite`, `*.md` and `*.png` beside them are not read), and
-  `replicate/analysis.json`, the statistics over several of them that the same command rewrites beside
-  them (`lab.chen2022.replicate_analysis`; refused when a summary changed since);
-- `bench/*.json`: benchmark summaries written by `python -m lab bench-report --summary ...` (optional);
-- `timing/*.json`: timings of `python -m lab replicate ... --timing PATH` invocations (optional);
-- `mutation/summary.json` and `mutation/mutants.json`: the mutation score of the checks and tests per
-  module group, and every sampled mutant, written by `nox -s mutation` (optional, read together);
-- `proof_chain/proof_chain.json`: the report of the d study of Theorem 4.2's proof, written by
-  `python -m lab sweep report sweeps/proof_chain.toml --out results/proof_chain` (optional);
-- `sweeps/<name>.json`: reports of the sensitivity and tightness sweeps, written by
-  `python -m lab sweep report sweeps/<name>.toml --out results/sweeps` (optional), by sweep name.
-
+The folder's layout and the commands that write its files are on the index page (`index.md.j2`, "The
+results folder"); beside them, `mutation/summary.json` and `mutants.json` (`nox -s mutation`) and the
+sweep reports `sweeps/<name>.json` (`python -m lab sweep report sweeps/<name>.toml --out results/sweeps`).
 Each kind of file has a schema below (its fields and what each holds, nested as in the file), which
 `_check` applies. Every problem with a file (missing when required, not JSON, a field missing or not what
 its schema says) is a `ResultsError` whose message starts with the file's path and names the field, so
