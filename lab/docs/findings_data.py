@@ -1,4 +1,4 @@
-"""Findings (`<module>.findings.toml`) rendered; their fragments' helpers: `docs/adding-a-claim.md`."""
+"""Findings (`<module>.findings.toml`) rendered, and their page; fragment helpers: docs/adding-a-claim.md."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from lab.docs.evidence import (
 from lab.docs.markdown import evidence, finding, table
 from lab.docs.replications_page import command
 from lab.docs.results import Replication, Results, ResultsError, record_by_key
-from lab.docs.templating import ENVIRONMENT
+from lab.docs.templating import ENVIRONMENT, render
 from lab.docs.timing_section import timing_values
 from lab.sweeps.proof_chain import with_older_analysis
 
@@ -194,3 +194,23 @@ def plugin_findings(package: str, catalogue: Catalogue, results: Results) -> dic
         page = f"claims/{item.paper}.md"
         found.setdefault(item.paper, []).append(render_finding(page, item, results))
     return found
+
+
+def findings_page(results: Results) -> str:
+    """docs/findings.md, from `templates/findings.md.j2`: each finding from its file beside its check; each
+    of the lab's findings files must be on the page, and the page names no finding that none declares."""
+    page = "findings.md"
+    data, shown = registered(), set()
+
+    def show(name: str) -> str:
+        if name not in data:
+            raise ResultsError(
+                f"{page}: findings.md.j2 shows the finding {name!r}, which no findings file declares"
+            )
+        shown.add(name)
+        return render_finding(page, data[name], results)
+
+    text = render("findings.md.j2", page, results, finding=show)
+    if unshown := sorted(set(data) - shown):
+        raise ResultsError(f"{page}: findings.md.j2 does not show the findings {unshown}")
+    return text

@@ -12,8 +12,7 @@ from lab.core.io import write_text_atomic
 from lab.docs.catalogue import Catalogue, catalogues
 from lab.docs.claims_pages import claims_page, plugin_checks, plugin_page
 from lab.docs.figures import figure_paths, write_figures
-from lab.docs.findings_data import plugin_findings
-from lab.docs.findings_page import findings_page
+from lab.docs.findings_data import findings_page, plugin_findings
 from lab.docs.guides import adding_page, index_page, sweeps_page
 from lab.docs.mutation_page import mutation_page
 from lab.docs.performance_page import performance_page

@@ -400,7 +400,7 @@ def test_a_key_a_template_names_missing_from_the_results_is_one_line(results, tm
 
 
 def test_a_key_a_finding_names_missing_from_the_results_is_one_line(results):
-    from lab.docs.findings_page import findings_page
+    from lab.docs.findings_data import findings_page
     from lab.docs.results import ResultsError, load_results
 
     _rekey(results, "B2", "attained", "reached")  # Theorem 4.1's finding reads B2's record `attained`
