@@ -20,11 +20,12 @@ class Catalogue:
     papers: dict[str, Paper]
     claims: dict[str, Claim]
 
-    def paper_of(self, claim_id: str, module: str | None = None) -> str | None:
+    def paper_of(self, claim_id: str, check: registry.Check) -> str | None:
         """The paper of a claim: its description's, else the paper whose folder holds its check's module."""
         if claim_id in self.claims:
             return self.claims[claim_id].paper
-        return next((key for key in self.papers if module and f".{key}." in f".{module}."), None)
+        module = check.func.__module__
+        return next((key for key in self.papers if f".{key}." in f".{module}."), None)
 
 
 def package_of(declaration: registry.Declaration) -> str | None:

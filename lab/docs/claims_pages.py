@@ -9,7 +9,7 @@ from typing import Any
 
 from lab.core import registry
 from lab.core.descriptions import Claim, Paper
-from lab.core.registry import claim_order
+from lab.core.registry import Check, claim_order
 from lab.docs.catalogue import Catalogue, package_of
 from lab.docs.lab_choices import CHOICES
 from lab.docs.markdown import code, num
@@ -18,35 +18,21 @@ from lab.docs.templating import ENVIRONMENT, render
 
 
 @dataclass(frozen=True)
-class CheckInfo:
-    """A registered check as the docs show it: stable name, claims, module and its file."""
-
-    name: str
-    claims: tuple[str, ...]
-    module: str
-
-    @property
-    def path(self) -> str:
-        return self.module.replace(".", "/") + ".py"
-
-
-@dataclass(frozen=True)
 class ClaimView:
     """What a page shows of one claim: its description (None: none shipped), checks and records."""
 
     id: str
     about: Claim | None
-    checks: list[CheckInfo]
+    checks: list[Check]
     records: list[dict[str, Any]]  # every record of the claim, file order
 
 
-def plugin_checks() -> dict[str | None, list[CheckInfo]]:
+def plugin_checks() -> dict[str | None, list[Check]]:
     """Every registered check by the package it comes from, the lab's own under None (sorted as `verify`
     runs them): the lab's pages show only its own, so an installed plugin never changes them."""
-    ordered = sorted(registry.declared("check").values(), key=lambda c: (claim_order(c.claims[0]), c.name))
-    found: dict[str | None, list[CheckInfo]] = defaultdict(list)
-    for c in ordered:
-        found[package_of(c)].append(CheckInfo(c.name, c.claims, c.func.__module__))
+    found: dict[str | None, list[Check]] = defaultdict(list)
+    for c in sorted(registry.declared("check").values(), key=lambda c: (claim_order(c.claims[0]), c.name)):
+        found[package_of(c)].append(c)
     return dict(found)
 
 
@@ -67,7 +53,7 @@ ENVIRONMENT.globals["choices"] = check_choices
 
 
 def claim_views(
-    ids: set[str], results: Results, checks: list[CheckInfo], catalogue: Catalogue
+    ids: set[str], results: Results, checks: list[Check], catalogue: Catalogue
 ) -> list[ClaimView]:
     """The claims `ids` in claim order, each with its description, checks and records."""
     return [
@@ -82,21 +68,25 @@ def claim_views(
 
 
 def claims_page(
-    paper: Paper, results: Results, checks: list[CheckInfo], catalogue: Catalogue, findings: list[str] = ()
+    paper: Paper,
+    results: Results,
+    checks: list[Check],
+    catalogue: Catalogue,
+    findings: list[str] = (),
 ) -> str:
     """docs/claims/<paper>.md: the claims the catalogue puts on `paper`, those of checks in its folder and
     those of records of either; then `findings`, rendered (a plugin's findings on its paper)."""
     ids = {c for c, about in catalogue.claims.items() if about.paper == paper.name}
-    ids |= {c for check in checks for c in check.claims if catalogue.paper_of(c, check.module) == paper.name}
+    ids |= {c for check in checks for c in check.claims if catalogue.paper_of(c, check) == paper.name}
     claims = claim_views(ids, results, checks, catalogue)
     page = f"claims/{paper.name}.md"
     return render("claims.md.j2", page, results, paper=paper, claims=claims, findings=findings)
 
 
-def plugin_page(package: str, results: Results, checks: list[CheckInfo], catalogue: Catalogue) -> str | None:
+def plugin_page(package: str, results: Results, checks: list[Check], catalogue: Catalogue) -> str | None:
     """docs/claims/<package>.md for the claims of an installed plugin on none of its papers (only with
     `python -m lab docs --plugins`); None when every claim is on one of its papers."""
-    ids = {c for check in checks for c in check.claims if catalogue.paper_of(c, check.module) is None}
+    ids = {c for check in checks for c in check.claims if catalogue.paper_of(c, check) is None}
     ids |= {c for c, about in catalogue.claims.items() if about.paper not in catalogue.papers}
     if not ids:
         return None
