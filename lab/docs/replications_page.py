@@ -20,12 +20,10 @@ MAKKUVA_INITS = 20  # the committed Fig. 1 replication: enough inits for a 99 % 
 MAKKUVA_STATED = ("k", "d", "sigma", "batch")  # the `Fig1Config` values Sec. 4 states
 
 
-def command(target: str, variant: str = "paper", dtype: str = "float64") -> str:
+def command(target: str, variant: str = "paper") -> str:
     """The command that writes a target's replication file into results/replicate at the paper's protocol."""
     seeds = PAPER_SEEDS if target != MAKKUVA_TARGET else MAKKUVA_INITS
-    extra = (f" --variant {variant}" if variant != "paper" else "") + (
-        f" --dtype {dtype}" if dtype != "float64" else ""
-    )
+    extra = f" --variant {variant}" if variant != "paper" else ""
     return f"python -m lab replicate {target} --seeds {seeds}{extra} --out results/replicate"
 
 
