@@ -61,18 +61,14 @@ def interval(ci: Sequence[float] | None, digits: int = 3) -> str:
     return "-" if ci is None else f"[{num(ci[0], digits)}, {num(ci[1], digits)}]"
 
 
-def cell(text: Any) -> str:
-    """Text safe inside a Markdown table cell: pipes escaped, one line."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
 def row(values: Sequence[Any]) -> str:
-    """One line of a Markdown table; every cell goes through `cell`."""
-    return "| " + " | ".join(cell(v) for v in values) + " |"
+    """One line of a Markdown table, each cell's text made safe in it: pipes escaped, one line."""
+    cells = (str(v).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ") for v in values)
+    return "| " + " | ".join(cells) + " |"
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A Markdown table; every cell goes through `cell`."""
+    """A Markdown table; every cell goes through `row`."""
     return "\n".join([row(head), "|" + "---|" * len(head), *(row(r) for r in rows)])
 
 
