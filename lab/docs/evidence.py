@@ -52,10 +52,8 @@ def verify_missing(claims: str) -> str:
 
 def full_tier(results: Results, target: str, variant: str = "paper") -> Replication | None:
     """The committed replication of `target` at the paper's protocol (full tier), if any."""
-    found = [
-        r for r in results.replications if r.target == target and r.variant == variant and r.tier == "full"
-    ]
-    return sorted(found, key=lambda r: r.name)[0] if found else None
+    found = (r for r in results.replications if (r.target, r.variant, r.tier) == (target, variant, "full"))
+    return min(found, key=lambda r: r.name, default=None)
 
 
 def replicate_analysis(results: Results) -> dict[str, Any]:
