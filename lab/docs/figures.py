@@ -63,9 +63,7 @@ def gd_rate_figure(results: Results, path: str | Path) -> None:
     papers = gd_papers()
     for ax, (name, how) in zip(axes[0], found, strict=True):
         rows = rate_rows(results.sweeps[name])  # the mean per rate: the sweep report's statistics
-        for (lb, label), colour in zip(
-            (("switch", "with LB"), ("none", "no LB")), ("tab:blue", "tab:orange"), strict=True
-        ):
+        for lb, label, colour in (("switch", "with LB", "tab:blue"), ("none", "no LB", "tab:orange")):
             runs = [r for r in results.sweeps[name]["runs"] if r["params"]["load_balancing"] == lb]
             finite = [
                 (r["params"]["eta"], r["metrics"]["test_accuracy"])
