@@ -33,8 +33,6 @@ class Choice:
 def declared(target: str) -> list[Choice]:
     """Every declared value of a target's runs, MoE fields first, then single CNNs', then the data's; each
     value read from the runs' resolved configurations (one seed) per variant."""
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
     models = {cell.model.split(" ")[0] for cell in TARGETS[target]}
     settings = [s for c in TARGETS[target] for s in c.paper]
     runs = {v: expand(target, settings, 1, variant=v) for v in VARIANTS}
