@@ -1,5 +1,6 @@
 """The lab's entry points: `nox -s verify` (every verdict), `nox -s lint tests` (CI), fuzz, bench."""
 
+import os
 from pathlib import Path
 
 import nox
@@ -33,9 +34,11 @@ def slow(session: nox.Session) -> None:
 
 @nox.session
 def verify(session: nox.Session) -> None:
-    """Every registered claim check at its quick tier; the table, reports/verify.{json,md}."""
+    """Every registered claim check at its quick tier, one worker per core; the table,
+    reports/verify.{json,md}."""
     _install(session, "plots,progress")
-    args = session.posargs or ["--json", "reports/verify.json", "--markdown", "reports/verify.md"]
+    report = ["--json", "reports/verify.json", "--markdown", "reports/verify.md"]
+    args = session.posargs or ["--jobs", str(os.cpu_count() or 1), *report]
     session.run("python", "-m", "lab", "verify", *args)
 
 

@@ -9,15 +9,17 @@ unless a check of the claim is registered `report_only`. Either fails the run (e
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import re
 import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from lab.cli.kernel_cache import compile_in_child, every_training_config
-from lab.cli.main import UsageError, interrupted, nonnegative_int
+from lab.cli.main import UsageError, interrupted, nonnegative_int, positive_int
 from lab.core import registry
 from lab.core.io import check_writable, write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
@@ -47,6 +49,12 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
     parser.add_argument("--json", metavar="PATH", help="also write the records as JSON")
     parser.add_argument("--markdown", metavar="PATH", help="also write the report as Markdown")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=1,
+        help="checks run at once, each job a worker process (default 1); the records do not depend on it",
+    )
     return run_verify
 
 
@@ -59,12 +67,9 @@ def run_verify(args: argparse.Namespace) -> int:
     checks = registry.checks(only)
     # every check then runs the kernels as cached; the model kernels only if a chosen check runs them
     compile_in_child(every_training_config() if any(c.training_kernels for c in checks) else [])
-    records: list[Record] = []
     with Progress(len(checks), "verify", enabled=not args.quiet, lines=True, unit="check") as progress:
-        for check in checks:
-            start = time.perf_counter()
-            records.extend(run_isolated(check, args.seed, args.tier))
-            progress.step(f"{check.name} [{', '.join(check.claims)}] {time.perf_counter() - start:.1f} s")
+        found = run_checks(checks, args.seed, args.tier, args.jobs, progress)
+    records = [record for check_records in found for record in check_records]
     report_only = {claim.upper() for c in checks if c.report_only for claim in c.claims}
     for claim in mark_uncontrolled(records, report_only):
         print(
@@ -85,6 +90,36 @@ def run_verify(args: argparse.Namespace) -> int:
         }
         write_json_atomic(args.json, payload)
     return 0 if all(r.ok for r in records) else 1
+
+
+def run_checks(
+    checks: list[registry.Check], seed: int, tier: str, jobs: int, progress: Progress
+) -> list[list[Record]]:
+    """Each check's records, in the order of `checks`: in this process, or with `jobs` > 1 in that many
+    worker processes that find each check by name in the registry (the model-training checks first,
+    the longest as a rule). A check's seed derives from its name, so its records are the same either way."""
+    if jobs == 1:
+        return [_timed(check, seed, tier, progress.step) for check in checks]
+    first = sorted(checks, key=lambda c: not c.training_kernels)
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {c.name: pool.submit(_run_named, c.name, seed, tier) for c in first}
+        for future in as_completed(futures.values()):
+            progress.step(future.result()[1])
+        return [futures[c.name].result()[0] for c in checks]
+
+
+def _run_named(name: str, seed: int, tier: str) -> tuple[list[Record], str]:
+    """In a worker: the records of the registered check `name` and its progress label."""
+    labels: list[str] = []
+    return _timed(registry.declared("check")[name], seed, tier, labels.append), labels[0]
+
+
+def _timed(check: registry.Check, seed: int, tier: str, step: Callable[[str], None]) -> list[Record]:
+    """The check's records (`run_isolated`); `step` is told its name, claims and seconds."""
+    start = time.perf_counter()
+    records = run_isolated(check, seed, tier)
+    step(f"{check.name} [{', '.join(check.claims)}] {time.perf_counter() - start:.1f} s")
+    return records
 
 
 def run_isolated(check: registry.Check, seed: int, tier: str) -> list[Record]:

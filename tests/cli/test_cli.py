@@ -31,9 +31,29 @@ def test_same_seed_same_numbers(tmp_path):
     assert measured[0] == measured[1]
 
 
+def test_checks_run_in_worker_processes_give_the_records_run_in_turn(tmp_path):
+    """`--jobs 2`: each check in a spawned worker that finds it by name; the same records, same order."""
+    paths = {jobs: tmp_path / f"{jobs}.json" for jobs in (1, 2)}
+    for jobs, path in paths.items():
+        assert (
+            main(["verify", "--only", "A1,B6,C2", "--jobs", str(jobs), "--quiet", "--json", str(path)]) == 0
+        )
+    records = [
+        [{k: v for k, v in r.items() if k != "seconds"} for r in json.loads(p.read_text())["records"]]
+        for p in paths.values()
+    ]
+    assert records[0] == records[1] and {r["claim"] for r in records[0]} == {"A1", "B6", "C2"}
+
+
 @pytest.mark.parametrize(
     "argv",
-    [["verify", "--only", "Z99"], ["verify", "--seed", "-1"], ["verify", "--tier", "huge"], ["nonsense"]],
+    [
+        ["verify", "--only", "Z99"],
+        ["verify", "--seed", "-1"],
+        ["verify", "--jobs", "0"],
+        ["verify", "--tier", "huge"],
+        ["nonsense"],
+    ],
 )
 def test_bad_arguments_exit_2_with_one_line(argv, capsys):
     assert main(argv) == 2
