@@ -200,14 +200,6 @@ def statistics(benches: list[dict]) -> dict[str, Any]:
     }
 
 
-# Fallback for summaries written before they held `statistics` (the committed results/bench/summary.json):
-# derived on read from the summary's own benchmarks by the writer's function. Delete it, and its call in
-# `bench()` of lab.docs.findings_data, once that summary is written again.
-def with_older_statistics(summary: dict[str, Any]) -> dict[str, Any]:
-    """The summary, with the statistics of its benchmarks where it lacks them."""
-    return summary if "statistics" in summary else summary | {"statistics": statistics(summary["benchmarks"])}
-
-
 def summary(run: dict, source: str) -> dict[str, Any]:
     """The small JSON the docs render: one entry per benchmark, the machine, the DGEMM reference rate and
     the statistics across the benchmarks (`statistics`).

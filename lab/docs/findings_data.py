@@ -10,7 +10,6 @@ import jinja2
 
 from lab.chen2022.sweep_studies import gd_rate_study, sigma0_rows
 from lab.chen2022.tables import TARGETS
-from lab.cli.bench_report import with_older_statistics
 from lab.core import registry
 from lab.core.descriptions import Finding
 from lab.core.stats import DEFAULT_LEVEL
@@ -106,8 +105,7 @@ class _Reader:
 
     def bench(self) -> dict[str, Any] | None:
         self._listed("bench/summary.json")
-        found = self.results.bench.get("summary.json")
-        return with_older_statistics(found) if found else None  # fallback for an older summary
+        return self.results.bench.get("summary.json")
 
     def timings(self) -> dict[str, Any]:
         self._listed("timing/*.json")

@@ -243,7 +243,17 @@ BENCHMARK = {
     "min_ms? median_ms? gflops? fraction_of_dgemm? speedup_vs_numpy_twin?": NUMBER,
     "measures?": Each(NUMBER),  # by name; older summaries lack it
 }
-BENCH = {"machine": OBJECT, "benchmarks": Each(BENCHMARK, "benchmark"), "dgemm_gflops?": NUMBER}
+BENCH_STATISTICS = {  # across the benchmarks, as the writer stores them (`bench_report.statistics`)
+    "kernel_rates": {"fractions": LIST, "median?": NUMBER, "rounds?": LIST},
+    "peaks": Each({"gflops fraction_of_dgemm": NUMBER}),
+    "algorithm1_step": {"min_ms? speedup_vs_numpy_twin?": NUMBER, "structured?": OBJECT},
+}
+BENCH = {
+    "machine": OBJECT,
+    "benchmarks": Each(BENCHMARK, "benchmark"),
+    "dgemm_gflops?": NUMBER,
+    "statistics": BENCH_STATISTICS,
+}
 
 
 def load_bench(path: Path) -> dict[str, Any]:

@@ -327,6 +327,13 @@ def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
         ("replicate/table1.json", json.dumps({"runs": []}), "not a replication file"),
         ("replicate/table1.json", json.dumps(_table1_payload() | {"runs": [{"model": "x"}]}), "run 0"),
         ("bench/summary.json", json.dumps({"format": "other"}), "not a benchmark summary"),
+        (
+            "bench/summary.json",
+            json.dumps(
+                {k: v for k, v in summary(_bench_run(), "0001_run.json").items() if k != "statistics"}
+            ),
+            "field 'statistics' is missing",
+        ),
         ("bench/summary.json", _with_measures([0.25]), "benchmark 0: field 'measures' must be an object"),
         (
             "bench/summary.json",

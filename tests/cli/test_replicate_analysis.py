@@ -11,6 +11,7 @@ from lab.chen2022.replicate import is_summary, write_analysis
 from lab.chen2022.replicate_analysis import ANALYSIS_NAME, replicate_analysis
 from lab.chen2022.replicate_report import summary_statistics
 from lab.docs.results import ResultsError, load_results
+from tests.rounding import rounded
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "results"
@@ -28,26 +29,15 @@ def _summaries(folder: Path) -> dict[str, dict]:
     return {name: payload for name, payload in found.items() if is_summary(payload)}
 
 
-def _rounded(value):
-    """A JSON value with every float to 12 significant digits: another CPU's or SciPy's last bits aside."""
-    if isinstance(value, float):
-        return float(f"{value:.12g}")
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_rounded(v) for v in value]
-    return value
-
-
 def test_the_committed_statistics_are_those_of_the_committed_runs():
     summaries = _summaries(RESULTS / "replicate")
     for name, payload in summaries.items():
         stored = {key: payload[key] for key in summary_statistics("table1", [])}
         computed = json.loads(json.dumps(summary_statistics(payload["config"]["target"], payload["runs"])))
-        assert _rounded(stored) == _rounded(computed), name
+        assert rounded(stored) == rounded(computed), name
     analysis = json.loads((RESULTS / "replicate" / ANALYSIS_NAME).read_text())
     written = {k: v for k, v in analysis.items() if k not in ("format", "summaries")}
-    assert _rounded(written) == _rounded(json.loads(json.dumps(replicate_analysis(summaries))))
+    assert rounded(written) == rounded(json.loads(json.dumps(replicate_analysis(summaries))))
 
 
 def test_an_analysis_of_other_summaries_is_refused_by_name(results):
