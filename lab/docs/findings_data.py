@@ -29,7 +29,6 @@ from lab.docs.replications_page import command
 from lab.docs.results import Replication, Results, ResultsError, record_by_key
 from lab.docs.templating import ENVIRONMENT, render
 from lab.docs.timing_section import timing_values
-from lab.sweeps.proof_chain import with_older_analysis
 
 ENVIRONMENT.filters["measured"] = measured  # the findings' own filter (the guide lists it)
 KEEP_LINES = ("|", "```", "- ", "*")  # blocks whose line breaks are Markdown, not wrapping
@@ -100,8 +99,7 @@ class _Reader:
 
     def proof_chain(self) -> dict[str, Any] | None:
         self._listed("proof_chain/proof_chain.json")
-        report = self.results.proof_chain
-        return None if report is None else with_older_analysis(report)  # fallback for an older report
+        return self.results.proof_chain
 
     def bench(self) -> dict[str, Any] | None:
         self._listed("bench/summary.json")

@@ -331,17 +331,25 @@ PROOF_CHAIN_RUN = {
     "params": {"d": INT},
     "metrics": PROOF_CHAIN_METRICS | {" ".join(PROOF_CHAIN_RATES): POSITIVE},
 }
-# "analysis": the fits in d (lab.sweeps.proof_chain.proof_chain_fits)
-PROOF_CHAIN = {"task_tables": TEXT, "runs": Each(PROOF_CHAIN_RUN, "run"), "analysis": OBJECT}
+PROOF_CHAIN = {"task_tables": TEXT, "runs": Each(PROOF_CHAIN_RUN, "run")}
+PROOF_CHAIN_ANALYSIS = {  # across the runs, as the writer stores it (`proof_chain.proof_chain_analysis`)
+    "level": NUMBER,
+    "d": LIST,
+    "fits": {" ".join(PROOF_CHAIN_RATES): {"slope log_c": NUMBER, "interval median": LIST}},
+    "counts": {"runs T1 T2": LIST, "holds": Each(LIST)},
+    "schedule e3_ratio routing": OBJECT,
+}
 
 
 def load_proof_chain(path: Path) -> dict[str, Any] | None:
-    """The sweep report of `sweeps/proof_chain.toml` (None when not committed), checked for the fits in d."""
+    """The sweep report of `sweeps/proof_chain.toml` (None when not committed), checked for its runs at
+    two or more values of d, then for the analysis across them."""
     if not path.exists():
         return None
     data = _load(path, PROOF_CHAIN, "a report of the proof-chain sweep", task="proof-chain")
     if len(data["runs"]) < 3 or len({run["params"]["d"] for run in data["runs"]}) < 2:
         raise ResultsError(f"{path}: a power law in d needs at least 3 runs at two or more values of d")
+    _check(path, data, {"analysis": PROOF_CHAIN_ANALYSIS})
     return data
 
 

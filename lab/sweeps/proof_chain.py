@@ -169,17 +169,6 @@ def report_runs(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**r["metrics"], **r["params"]} for r in report["runs"]]
 
 
-# Fallback for reports written before the analysis held the counts, the schedule, E.3's ratio and the
-# routing trend (the committed results/proof_chain/proof_chain.json): derived on read from the report's
-# runs by the writer's own functions. Delete it, and its call in `proof_chain()` of lab.docs.findings_data,
-# once that report is written again.
-def with_older_analysis(report: dict[str, Any]) -> dict[str, Any]:
-    """The report, its analysis completed from its runs where it lacks what `proof_chain_analysis` stores."""
-    if "counts" in report["analysis"]:
-        return report
-    return report | {"analysis": proof_chain_analysis({}, report_runs(report)) | report["analysis"]}
-
-
 @register_task(
     "proof-chain", defaults=PROOF_CHAIN_DEFAULTS, report=proof_chain_table, analysis=proof_chain_analysis
 )

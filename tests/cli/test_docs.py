@@ -131,6 +131,11 @@ def _proof_chain_report(ds=(50, 100, 200), seeds=2, **override) -> dict:
     return report | {"groups": groups, "analysis": analysis}
 
 
+def _without_counts(report: dict) -> dict:
+    """The report as written before its analysis held the counts per d."""
+    return report | {"analysis": {k: v for k, v in report["analysis"].items() if k != "counts"}}
+
+
 def _write(folder: Path, name: str, payload: dict) -> None:
     """A summary as `replicate` writes it (its statistics beside its runs), and the analysis beside it."""
     statistics = summary_statistics(payload["config"]["target"], payload["runs"])
@@ -365,6 +370,11 @@ def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
             "proof_chain/proof_chain.json",
             json.dumps(_proof_chain_report(ds=(50,), seeds=3)),
             "a power law in d needs at least 3 runs at two or more values of d",
+        ),
+        (
+            "proof_chain/proof_chain.json",
+            json.dumps(_without_counts(_proof_chain_report())),
+            "analysis: field 'counts' is missing",
         ),
     ],
 )
