@@ -49,9 +49,8 @@ def makkuva_file(rep: Replication) -> dict[str, Any]:
     flat = {}
     for name, value in rep.payload.get("config", {}).items():
         flat |= {f"{name}.{k}": v for k, v in value.items()} if isinstance(value, dict) else {name: value}
-    # The fallback for files written before `replicate makkuva-fig1` stored the means.
-    means = rep.payload.get("means") or fig1.mean_errors(rep.payload["runs"])
-    return {"rep": rep, "means": means, "config": {k: v for k, v in flat.items() if k not in MAKKUVA_STATED}}
+    config = {k: v for k, v in flat.items() if k not in MAKKUVA_STATED}
+    return {"rep": rep, "means": rep.payload["means"], "config": config}
 
 
 def replications_page(results: Results) -> str:

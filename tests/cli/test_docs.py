@@ -16,6 +16,7 @@ from lab.core import plots
 from lab.docs.figures import RATE_PANELS, rates_figure
 from lab.docs.render import differences, render_all
 from lab.docs.results import PROOF_CHAIN_RATES, load_proof_chain
+from lab.makkuva2020.fig1_experiment import mean_errors
 from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, report_runs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,6 +132,31 @@ def _proof_chain_report(ds=(50, 100, 200), seeds=2, **override) -> dict:
     return report | {"groups": groups, "analysis": analysis}
 
 
+def _fig1_payload() -> dict:
+    """A Fig. 1 file as `replicate makkuva-fig1` writes it: two inits, l2-SGD stuck in both."""
+    runs = [
+        {
+            key: {"e_reg": 0.001 * (i + 1), "e_gating": 0.5 if key == "l2" else 0.002}
+            for key in ("ours", "l2", "em")
+        }
+        for i in range(2)
+    ]
+    return {
+        "target": "makkuva-fig1",
+        "paper_claim": "EM gets stuck.",
+        "seed": 0,
+        "tier": "full",
+        "config": json.loads((RESULTS / "replicate" / "makkuva_fig1.json").read_text())["config"],
+        "recovered_eps": 0.05,
+        "recovery": {
+            key: {"recovered": 2 if key != "l2" else 0, "inits": 2, "stuck_ci_99": [0.0, 0.93]}
+            for key in ("ours", "l2", "em")
+        },
+        "means": mean_errors(runs),  # as the writer stores them
+        "runs": runs,
+    }
+
+
 def _without_counts(report: dict) -> dict:
     """The report as written before its analysis held the counts per d."""
     return report | {"analysis": {k: v for k, v in report["analysis"].items() if k != "counts"}}
@@ -151,26 +177,7 @@ def results(tmp_path):
     shutil.copy(RESULTS / "verify.json", folder / "verify.json")
     shutil.copytree(RESULTS / "proof_chain", folder / "proof_chain")
     _write(folder, "table1", _table1_payload())
-    fig1 = {
-        "target": "makkuva-fig1",
-        "paper_claim": "EM gets stuck.",
-        "seed": 0,
-        "tier": "full",
-        "runs": [
-            {
-                key: {"e_reg": 0.001 * (i + 1), "e_gating": 0.5 if key == "l2" else 0.002}
-                for key in ("ours", "l2", "em")
-            }
-            for i in range(2)
-        ],
-        "config": json.loads((RESULTS / "replicate" / "makkuva_fig1.json").read_text())["config"],
-        "recovered_eps": 0.05,
-        "recovery": {
-            key: {"recovered": 2 if key != "l2" else 0, "inits": 2, "stuck_ci_99": [0.0, 0.93]}
-            for key in ("ours", "l2", "em")
-        },
-    }
-    (folder / "replicate" / "makkuva-fig1.json").write_text(json.dumps(fig1))
+    (folder / "replicate" / "makkuva-fig1.json").write_text(json.dumps(_fig1_payload()))
     (folder / "bench" / "summary.json").write_text(json.dumps(summary(_bench_run(), "0001_run.json")))
     return folder
 
@@ -346,6 +353,11 @@ def test_quick_tier_runs_are_labelled_and_not_used_as_evidence(results):
             "benchmark 0: measures: field 'ratio_to_dense' must be a finite number, got 'fast'",
         ),
         ("replicate/table1.json", '{"runs": [NaN]}', "not valid JSON"),
+        (
+            "replicate/makkuva-fig1.json",
+            json.dumps({k: v for k, v in _fig1_payload().items() if k != "means"}),
+            "field 'means' is missing",
+        ),
         (
             "mutation/summary.json",
             json.dumps(

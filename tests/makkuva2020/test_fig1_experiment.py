@@ -2,12 +2,16 @@
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from lab.cli.main import main
 from lab.core import plots
 from lab.makkuva2020 import fig1_experiment
+from tests.rounding import rounded
+
+FIG1 = Path(__file__).resolve().parents[2] / "results" / "replicate" / "makkuva_fig1.json"
 
 
 @pytest.fixture
@@ -41,10 +45,15 @@ def test_fig1_replication_writes_table_png_and_json(replicate_tiny):
     assert (out / "makkuva_fig1.png").read_bytes()[:4] == b"\x89PNG"
     payload = json.loads(js.read_text())
     assert payload["target"] == "makkuva-fig1" and len(payload["runs"]) == 2
-    assert payload["means"] == fig1_experiment.mean_errors(payload["runs"])  # docs derive it for old files
+    assert payload["means"] == fig1_experiment.mean_errors(payload["runs"])
     em = [run["em"]["e_reg"] for run in payload["runs"]]
     assert payload["means"]["em"]["e_reg"] == pytest.approx(sum(em) / 2)
     assert main(["replicate", "makkuva-fig1", "--seeds", "1", "--out", str(out), "--quiet"]) == 2
+
+
+def test_the_committed_means_are_the_writers_over_the_committed_runs():
+    committed = json.loads(FIG1.read_text())
+    assert rounded(committed["means"]) == rounded(fig1_experiment.mean_errors(committed["runs"]))
 
 
 def test_without_matplotlib_the_json_and_table_are_written_and_the_figure_skipped(
