@@ -96,16 +96,29 @@ def run_checks(
     checks: list[registry.Check], seed: int, tier: str, jobs: int, progress: Progress
 ) -> list[list[Record]]:
     """Each check's records, in the order of `checks`: in this process, or with `jobs` > 1 in that many
-    worker processes that find each check by name in the registry (the model-training checks first,
-    the longest as a rule). A check's seed derives from its name, so its records are the same either way."""
+    worker processes, each on its share of the cores, that find each check by name in the registry (the
+    model-training checks first, the longest as a rule). A check's seed derives from its name, so its
+    records are the same either way."""
     if jobs == 1:
         return [_timed(check, seed, tier, progress.step) for check in checks]
     first = sorted(checks, key=lambda c: not c.training_kernels)
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_pin_threads, initargs=(threads,)) as pool:
         futures = {c.name: pool.submit(_run_named, c.name, seed, tier) for c in first}
         for future in as_completed(futures.values()):
             progress.step(future.result()[1])
         return [futures[c.name].result()[0] for c in checks]
+
+
+def _pin_threads(threads: int) -> None:
+    """A worker's share of the cores, for Numba's kernels and BLAS, so that the workers do not
+    oversubscribe the machine (as a sweep's workers)."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(threads)
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
 
 
 def _run_named(name: str, seed: int, tier: str) -> tuple[list[Record], str]:
