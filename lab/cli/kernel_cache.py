@@ -58,11 +58,18 @@ def compile_in_child(configs: list[dict]) -> None:
     an AMD EPYC); RuntimeError with a child's last line if one fails (a bug)."""
     runs = _distinct(configs)
     single = [c for c in runs if c.get("arithmetic") == "structured" and c["model"].startswith("single")]
-    shares = [[c for c in runs if c not in single], single] if (os.cpu_count() or 1) > 1 else [runs]
+    two = single and (os.cpu_count() or 1) > 1
+    shares = [[c for c in runs if c not in single], single] if two else [runs]
     with tempfile.TemporaryFile("w+") as errors:
         children = [
             subprocess.Popen(
-                [sys.executable, "-m", __name__, json.dumps(share), *(["--standalone"] if i == 0 else [])],
+                [
+                    sys.executable,
+                    "-m",
+                    "lab.cli.kernel_cache",
+                    json.dumps(share),
+                    *(["--standalone"] if i == 0 else []),
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=errors,
             )
@@ -95,14 +102,20 @@ def _call_kernels() -> None:
     lib.softmax_gate(clean, rng.integers(0, M, n))
 
 
-def _main() -> None:
+def _main(argv: list[str]) -> None:
+    """`python -m lab.cli.kernel_cache`: every training configuration's kernels compiled into the cache
+    (CI's first step, so that its test workers load them); with a JSON list of configurations (and
+    `--standalone`), a child's work."""
+    if not argv:
+        compile_in_child(every_training_config())
+        return
     from lab.chen2022.runs import run_one
 
-    if "--standalone" in sys.argv:
+    if "--standalone" in argv:
         _call_kernels()
-    for config in json.loads(sys.argv[1]):
+    for config in json.loads(argv[0]):
         run_one(config)
 
 
 if __name__ == "__main__":
-    _main()
+    _main(sys.argv[1:])
