@@ -21,7 +21,6 @@ def tests(session: nox.Session) -> None:
     """The CI tier: every test not marked slow (checks under the `ci` Hypothesis profile, benchmarks once),
     one pytest-xdist worker per logical core, a test file's tests on one worker (its fixtures run once)."""
     _install(session, "test,dask")
-    session.run("python", "-m", "lab.cli.kernel_cache")  # the model kernels compiled once, not per worker
     workers = ["--numprocesses", "logical", "--dist", "loadfile"]
     session.run("pytest", "--benchmark-disable", "-m", "not slow", *workers, *session.posargs)
 

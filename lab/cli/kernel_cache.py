@@ -103,12 +103,8 @@ def _call_kernels() -> None:
 
 
 def _main(argv: list[str]) -> None:
-    """`python -m lab.cli.kernel_cache`: every training configuration's kernels compiled into the cache
-    (CI's first step, so that its test workers load them); with a JSON list of configurations (and
-    `--standalone`), a child's work."""
-    if not argv:
-        compile_in_child(every_training_config())
-        return
+    """A child's work: a JSON list of configurations to train for two steps (and, with `--standalone`,
+    the stand-alone kernels)."""
     from lab.chen2022.runs import run_one
 
     if "--standalone" in argv:
