@@ -106,8 +106,12 @@ def run_checks(
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_pin_threads, initargs=(threads,)) as pool:
         futures = {c.name: pool.submit(_run_named, c.name, seed, tier) for c in first}
-        for future in as_completed(futures.values()):
-            progress.step(future.result()[1])
+        try:
+            for future in as_completed(futures.values()):
+                progress.step(future.result()[1])
+        except BaseException:  # Ctrl-C or a worker's bug: the checks not yet started never start
+            pool.shutdown(cancel_futures=True)
+            raise
         return [futures[c.name].result()[0] for c in checks]
 
 
