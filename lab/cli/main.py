@@ -62,6 +62,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 EXIT_OK, EXIT_CLAIM_FAILED, EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+# every command's line: what was written stays; replicate and sweep resume, verify starts over
+INTERRUPTED = "interrupted; files already written are kept (replicate and sweep resume from their runs)"
 
 
 def interrupted(exc: BaseException) -> bool:
@@ -89,11 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        _say("interrupted; finished work is kept, and the same command resumes it")
+        _say(INTERRUPTED)
         return EXIT_INTERRUPTED
     except Exception as exc:
         if interrupted(exc):
-            _say("interrupted; finished work is kept, and the same command resumes it")
+            _say(INTERRUPTED)
             return EXIT_INTERRUPTED
         if os.environ.get("MOE_LAB_DEBUG"):
             raise
