@@ -8,19 +8,20 @@ depended on whether its process had compiled the kernels or loaded them (a Table
 quick tier, setting 3, seed 0: 75.70 % in the compiling process, 75.55 % in every later one).
 `compile_in_child(configs)` trains each distinct Chen et al. run configuration for two steps and
 calls every stand-alone kernel once, in child processes (`python -m lab.cli.kernel_cache`; two at
-once on two cores), so that any compiling
-happens there; the calling process and the workers it starts then load every kernel
-from the cache, as every later invocation does. With the cache complete the child only loads.
-`replicate`, `sweep run` (the replicate task) and `verify` call it before they compute.
+once on two cores), so that any compiling happens there; the calling process and the workers it
+starts then load every kernel from the cache, as every later invocation does. With the cache
+complete the children only load. `replicate`, `sweep run` (the replicate task) and `verify` call
+it before they compute.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
+
+from lab.sweeps.sweep import machine_cores
 
 # sizes, coefficients and data: they change no array's type, so one child run covers all their values
 _VALUES_ONLY = ("setting", "seed", "tier", "steps", "filters", "J", "M", "lb_coef")
@@ -58,7 +59,7 @@ def compile_in_child(configs: list[dict]) -> None:
     an AMD EPYC); RuntimeError with a child's last line if one fails (a bug)."""
     runs = _distinct(configs)
     single = [c for c in runs if c.get("arithmetic") == "structured" and c["model"].startswith("single")]
-    two = single and (os.cpu_count() or 1) > 1
+    two = single and machine_cores() > 1
     shares = [[c for c in runs if c not in single], single] if two else [runs]
     with tempfile.TemporaryFile("w+") as errors:
         children = [

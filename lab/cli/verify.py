@@ -27,6 +27,7 @@ from lab.core.provenance import versions
 from lab.core.records import Record
 from lab.core.registry import register_command
 from lab.core.verdict_report import markdown_report
+from lab.sweeps.sweep import machine_cores
 
 
 def _parse_only(text: str | None) -> list[str] | None:
@@ -100,9 +101,14 @@ def run_checks(
     model-training checks first, the longest as a rule). A check's seed derives from its name, so its
     records are the same either way."""
     if jobs == 1:
-        return [_timed(check, seed, tier, progress.step) for check in checks]
+        found = []
+        for check in checks:
+            records, label = _timed(check, seed, tier)
+            progress.step(label)
+            found.append(records)
+        return found
     first = sorted(checks, key=lambda c: not c.training_kernels)
-    threads = max(1, (os.cpu_count() or 1) // jobs)
+    threads = max(1, machine_cores() // jobs)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_pin_threads, initargs=(threads,)) as pool:
         futures = {c.name: pool.submit(_run_named, c.name, seed, tier) for c in first}
@@ -126,17 +132,15 @@ def _pin_threads(threads: int) -> None:
 
 
 def _run_named(name: str, seed: int, tier: str) -> tuple[list[Record], str]:
-    """In a worker: the records of the registered check `name` and its progress label."""
-    labels: list[str] = []
-    return _timed(registry.declared("check")[name], seed, tier, labels.append), labels[0]
+    """In a worker: `_timed` of the registered check `name`."""
+    return _timed(registry.declared("check")[name], seed, tier)
 
 
-def _timed(check: registry.Check, seed: int, tier: str, step: Callable[[str], None]) -> list[Record]:
-    """The check's records (`run_isolated`); `step` is told its name, claims and seconds."""
+def _timed(check: registry.Check, seed: int, tier: str) -> tuple[list[Record], str]:
+    """The check's records (`run_isolated`) and its progress label: name, claims and seconds."""
     start = time.perf_counter()
     records = run_isolated(check, seed, tier)
-    step(f"{check.name} [{', '.join(check.claims)}] {time.perf_counter() - start:.1f} s")
-    return records
+    return records, f"{check.name} [{', '.join(check.claims)}] {time.perf_counter() - start:.1f} s"
 
 
 def run_isolated(check: registry.Check, seed: int, tier: str) -> list[Record]:
