@@ -4,8 +4,14 @@ The performance page renders these records (`results/timing/*.json`). A record s
 the run store of `--out` (`lab.chen2022.replicate.store_path`) held when the invocation began
 (`run_files_at_start`), so "from an empty run store" is a fact of the file, not a claim, and it keeps
 each run the invocation trained (its configuration, steps and seconds): the store rows of its runs
-that are new or rewritten since it began. From them the page counts the arithmetic floor
-(`lab.docs.arithmetic_floor`) and where the time went.
+that are new or rewritten since it began, and per model their seconds and FLOP.
+
+The FLOP are the arithmetic floor of a run: the dense products its structured steps cannot avoid. Under
+Def. 3.1's structure (`lab.kernels.structured`) a signal patch costs one small product per expert and
+step, so a step of Algorithm 1 leaves two kinds of dense work: the experts' noise patches (P − S of them,
+S = `data.SIGNAL_ROLES`), forward ⟨w, ξ⟩ and backward Σ coef·σ'·ξ (E.2), each 2·n·J·width FLOP per
+patch; and an MoE's router, h = sΘ and ∇Θ = sᵀ∂h (2·n·d·M each). Linear experts collapse to one filter
+on one patch (`plan.LinearExperts`). A multiply-add counts as two.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import argparse
 import datetime
 import os
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +96,8 @@ class Stopwatch:
 
         from lab.chen2022.runs import run_code
 
+        wall, cpu = time.perf_counter() - self.wall, _cpu_seconds() - self.cpu  # before the store is read
+        runs = self.trained(args.out, configs)
         return {
             "format": TIMING_FORMAT,
             "command": command(args),
@@ -101,12 +110,64 @@ class Stopwatch:
             "cores": os.cpu_count(),
             "threads": numba.get_num_threads(),
             "run_files_at_start": len(self.stored),
-            "wall_seconds": time.perf_counter() - self.wall,
-            "cpu_seconds": _cpu_seconds() - self.cpu,
+            "wall_seconds": wall,
+            "cpu_seconds": cpu,
             "code": run_code(),
             "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "runs": self.trained(args.out, configs),
+            "runs": runs,
+            "models": model_totals(runs),
         }
+
+
+def run_train_config(run: dict) -> Any:
+    """The experts' `TrainConfig` of a replication run record, as `replicate` built it."""
+    from lab.chen2022.runs import moe_run_config, single_run_config
+
+    if run["model"].startswith("single"):
+        return single_run_config(run).expert_config()
+    return moe_run_config(run)
+
+
+def step_flops(run: dict, n: int) -> float:
+    """FLOP of the dense products in one training step of `run` on n samples (see the module text)."""
+    from lab.chen2022 import data
+
+    cfg, setting = run_train_config(run), data.setting(run["setting"])
+    linear = cfg.activation == "linear"
+    patches = 1 if linear else setting.P - len(data.SIGNAL_ROLES)
+    filters = 1 if linear else cfg.J
+    experts = 2 * 2 * n * patches * filters * (setting.d + int(cfg.bias))
+    router = 0 if run["model"].startswith("single") else 2 * 2 * n * setting.d * cfg.M
+    return float(experts + router)
+
+
+def run_flops(run: dict) -> float:
+    """FLOP of the dense products over all of `run`'s training steps, on its tier's training set."""
+    from lab.chen2022.runs import TIER_SIZES
+
+    return step_flops(run, TIER_SIZES[run["tier"]][0]) * run["steps"]
+
+
+def _model(run: dict[str, Any]) -> str:
+    if run["model"].startswith("single"):
+        return f"{run['model']}, {run['filters']} filters"
+    return f"{run['model']}, M = {run['M']}, J = {run['J']}"
+
+
+def model_totals(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per model (sorted by its name and size): its runs, their own seconds and their FLOP."""
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for run in runs:
+        groups[_model(run)].append(run)
+    return [
+        {
+            "model": m,
+            "runs": len(rs),
+            "seconds": sum(r["seconds"] for r in rs),
+            "flops": sum(map(run_flops, rs)),
+        }
+        for m, rs in sorted(groups.items())
+    ]
 
 
 def write_timing(path: str, stopwatch: Stopwatch, args: argparse.Namespace, configs: list[dict]) -> None:

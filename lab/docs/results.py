@@ -279,15 +279,13 @@ TIMING = {
     "jobs cores threads": COUNT,
     "wall_seconds cpu_seconds": POSITIVE,
     "runs": Each(TIMING_RUN, "run"),
+    "models": Each({"model": TEXT, "runs": INT, "seconds flops": POSITIVE}, "model"),  # `timing.model_totals`
 }
 
 
 def load_timing(path: Path) -> dict[str, Any]:
     """One timing record written by `python -m lab replicate ... --timing PATH`."""
-    data = _load(path, TIMING, "a replicate timing", format=TIMING_FORMAT)
-    for i, run in enumerate(data["runs"]):  # the model's size, for its FLOP count
-        _check(path, run, {"filters" if run["model"].startswith("single") else "M J": INT}, f"run {i}: ")
-    return data
+    return _load(path, TIMING, "a replicate timing", format=TIMING_FORMAT)
 
 
 MUTATION_FORMAT = "moe-lab mutation summary 1"

@@ -1,13 +1,10 @@
 """The performance page's replication timings (`results/timing/*.json`) beside their arithmetic floor: the
-values `templates/timing.md.j2` shows."""
+values `templates/timing.md.j2` shows, from each record's FLOP per model and the bench summary's peak rate."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
-from lab.chen2022.runs import TIER_SIZES
-from lab.docs.arithmetic_floor import run_flops
 from lab.docs.results import Results
 
 TARGET_MINUTES = 15.0
@@ -25,16 +22,12 @@ def _rate(results: Results, dtype: str) -> float | None:
     return None
 
 
-def _flops(run: dict[str, Any]) -> float:
-    return run_flops(run, TIER_SIZES[run["tier"]][0])
-
-
 def floor_minutes(results: Results, record: dict[str, Any]) -> float | None:
     """The arithmetic floor of a timing record in minutes (None without a runs or a bench rate)."""
     rate = _rate(results, record["dtype"])
     if rate is None or not record["runs"]:
         return None
-    return sum(_flops(run) for run in record["runs"]) / (rate * record["cores"]) / 60
+    return sum(m["flops"] for m in record["models"]) / (rate * record["cores"]) / 60
 
 
 def target_status(record: dict[str, Any]) -> str:
@@ -49,27 +42,17 @@ def target_status(record: dict[str, Any]) -> str:
     return "met" if record["wall_seconds"] / 60 <= TARGET_MINUTES else "not met"
 
 
-def _model(run: dict[str, Any]) -> str:
-    if run["model"].startswith("single"):
-        return f"{run['model']}, {run['filters']} filters"
-    return f"{run['model']}, M = {run['M']}, J = {run['J']}"
-
-
 def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per model of one record (sorted by name): its runs, their own seconds, FLOP, rate per thread and,
-    with a peak rate, that rate's fraction and their seconds beyond their own floor ÷ the jobs (minutes)."""
+    """Per model of one record: its stored totals, their rate per thread and, with a peak rate, that rate's
+    fraction and their seconds beyond their own floor ÷ the jobs (minutes)."""
     rate = _rate(results, record["dtype"])
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
-    groups: dict[str, list[dict]] = defaultdict(list)
-    for run in record["runs"]:
-        groups[_model(run)].append(run)
     found = []
-    for model, runs in sorted(groups.items()):
-        seconds, flops = sum(r["seconds"] for r in runs), sum(_flops(r) for r in runs)
-        per_thread = flops / seconds / threads
-        above = (seconds - flops / (rate * threads)) / record["jobs"] / 60 if rate else None
-        row = dict(model=model, runs=len(runs), seconds=seconds, flops=flops, per_thread=per_thread)
-        found.append(row | {"fraction": per_thread / rate if rate else None, "above_minutes": above})
+    for m in record["models"]:
+        per_thread = m["flops"] / m["seconds"] / threads
+        above = (m["seconds"] - m["flops"] / (rate * threads)) / record["jobs"] / 60 if rate else None
+        fraction = per_thread / rate if rate else None
+        found.append(m | {"per_thread": per_thread, "fraction": fraction, "above_minutes": above})
     return found
 
 

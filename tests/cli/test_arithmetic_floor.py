@@ -9,8 +9,9 @@ import pytest
 
 from lab.chen2022 import data
 from lab.chen2022.replicate import expand
+from lab.chen2022.runs import TIER_SIZES
 from lab.chen2022.training import prepare
-from lab.docs.arithmetic_floor import run_flops, run_train_config, step_flops
+from lab.cli.timing import run_flops, run_train_config, step_flops
 
 
 def _runs() -> list[dict]:
@@ -32,7 +33,7 @@ def test_the_count_follows_the_noise_patches_the_structured_inputs_hold(run):
     filters = 1 if linear else cfg.J  # linear filters add up to one
     router = 0 if run["model"].startswith("single") else 2 * 2 * n * setting.d * cfg.M
     assert step_flops(run, n) == 2 * 2 * n * patches * filters * width + router
-    assert run_flops(run | {"steps": 7}, n) == 7 * step_flops(run, n)
+    assert run_flops(run | {"steps": 7}) == 7 * step_flops(run, TIER_SIZES[run["tier"]][0])
 
 
 def test_the_authors_single_cnn_carries_a_bias_coordinate_the_stated_one_does_not():

@@ -11,14 +11,14 @@ import pytest
 
 from lab.chen2022 import replicate as R
 from lab.cli.main import main
-from lab.cli.timing import TIMING_FORMAT
-from lab.docs.arithmetic_floor import run_flops
+from lab.cli.timing import TIMING_FORMAT, model_totals, run_flops
 from lab.docs.findings_data import registered, render_finding
 from lab.docs.markdown import pct
 from lab.docs.results import Replication, Results, ResultsError, load_timing
 from lab.docs.templating import render
 from lab.docs.timing_section import floor_minutes, model_times, same_code, timing_values
 from lab.sweeps.keys import task_key
+from tests.rounding import rounded
 
 
 @pytest.fixture
@@ -41,6 +41,7 @@ def test_a_timed_replicate_records_its_time_and_the_runs_it_trained(short_runs, 
     assert first["run_files_at_start"] == 0 and len(first["runs"]) == len(configs)
     assert sorted(r["model"] for r in first["runs"]) == sorted(c["model"] for c in configs)
     assert all(r["steps"] == 12 and r["seconds"] > 0 for r in first["runs"])
+    assert first["models"] == model_totals(first["runs"])
     assert first["wall_seconds"] > 0 and first["cpu_seconds"] > 0 and first["code"] == R.run_code()
     assert first["command"].startswith("python -m lab replicate table1 --seeds 1 --seed 0 --settings 1 ")
     assert _replicate(out, timing) == 0  # again: every run reused, and the record says so
@@ -81,12 +82,23 @@ def _runs(seconds: float = 60.0) -> list[dict]:
     return [c | {"steps": 100, "seconds": seconds} for c in configs]
 
 
-def test_a_timing_run_without_its_models_size_is_named(tmp_path):
+def test_a_timing_record_without_its_models_totals_is_named(tmp_path):
     path = tmp_path / "t.json"
-    run = {k: v for k, v in _runs()[0].items() if k != "filters"}
-    path.write_text(json.dumps(_record(runs=[run]) | {"format": TIMING_FORMAT}))
-    with pytest.raises(ResultsError, match=f"{path}: run 0: field 'filters' is missing"):
+    path.write_text(
+        json.dumps({k: v for k, v in _record().items() if k != "models"} | {"format": TIMING_FORMAT})
+    )
+    with pytest.raises(ResultsError, match=f"{path}: field 'models' is missing"):
         load_timing(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((Path(__file__).resolve().parents[2] / "results/timing").glob("*.json")),
+    ids=lambda p: p.name,
+)
+def test_a_committed_records_model_totals_are_the_writers_over_its_runs(path):
+    record = load_timing(path)
+    assert rounded(record["models"]) == rounded(model_totals(record["runs"]))
 
 
 def _record(**fields) -> dict:
@@ -104,7 +116,8 @@ def _record(**fields) -> dict:
         "wall_seconds": 600.0,
         "cpu_seconds": 1080.0,
         "code": "abc",
-        "runs": _runs(),
+        "runs": (runs := fields.pop("runs", _runs())),
+        "models": model_totals(runs),
     } | fields
 
 
@@ -118,7 +131,7 @@ def _results(record: dict, peak: float | None = 50.0) -> Results:
 
 
 def test_the_floor_is_the_trained_runs_flop_at_the_peak_rate_of_every_core():
-    expected = sum(run_flops(r, 16_000) for r in _runs()) / (50e9 * 2) / 60
+    expected = sum(map(run_flops, _runs())) / (50e9 * 2) / 60
     assert floor_minutes(_results(_record()), _record()) == pytest.approx(expected)
     record32 = _record(dtype="float32")  # its own dtype's peak rate
     assert floor_minutes(_results(record32), record32) == pytest.approx(expected / 3)
@@ -146,7 +159,7 @@ def test_the_split_gives_each_models_rate_and_its_minutes_above_the_floor():
         "single (linear), 128 filters",
         "single (nonlinear), 128 filters",
     ]
-    flops = run_flops(_runs()[1], 16_000)  # one run of 60 s on threads ÷ jobs = 1 thread
+    flops = run_flops(_runs()[1])  # one run of 60 s on threads ÷ jobs = 1 thread
     rate = flops / 60
     above = (60 - flops / 50e9) / 2 / 60  # beyond its floor at the peak rate, ÷ the 2 jobs
     cells = ["1", "60", f"{flops / 1e12:.3g}", f"{rate / 1e9:.3g}", pct(rate / 50e9, 0), f"{above:.1f}"]
