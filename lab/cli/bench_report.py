@@ -4,8 +4,8 @@ This module is the one place that reads pytest-benchmark's saved files (`.benchm
 `--summary PATH` condenses the latest run into the file the docs render
 (`results/bench/summary.json`): per benchmark the kernel, minimum and median time, GFLOP/s, the
 fraction of the one-thread DGEMM rate and the speed-up over its NumPy twin, the ratios measured within
-the run (`MEASURES`), plus the machine and the statistics across the run's benchmarks that the findings
-show (`statistics`).
+the run (`MEASURES`), plus the machine, the statistics across the run's benchmarks that the findings
+show (`statistics`) and the performance targets judged against them (`bench_targets.judged`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from lab.cli.bench_targets import judged
 from lab.core.descriptions import load_findings
 from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
@@ -201,8 +202,8 @@ def statistics(benches: list[dict]) -> dict[str, Any]:
 
 
 def summary(run: dict, source: str) -> dict[str, Any]:
-    """The small JSON the docs render: one entry per benchmark, the machine, the DGEMM reference rate and
-    the statistics across the benchmarks (`statistics`).
+    """The small JSON the docs render: one entry per benchmark, the machine, the DGEMM reference rate, the
+    statistics across the benchmarks (`statistics`) and the targets judged against them (`judged`).
 
     An entry holds "measures" only when its extra_info has some (see `measures`). The host name is left
     out on purpose; `source` is the saved run's file name.
@@ -245,6 +246,7 @@ def summary(run: dict, source: str) -> dict[str, Any]:
         "dgemm_gflops": dgemm,
         "benchmarks": benches,
         "statistics": statistics(benches),
+        "targets": judged(benches),
     }
 
 

@@ -13,7 +13,6 @@ from lab.chen2022.tables import TARGETS
 from lab.core import registry
 from lab.core.descriptions import Finding
 from lab.core.stats import DEFAULT_LEVEL
-from lab.docs.bench_targets import named
 from lab.docs.catalogue import Catalogue, package_of
 from lab.docs.evidence import (
     full_tier,
@@ -105,6 +104,14 @@ class _Reader:
         self._listed("bench/summary.json")
         return self.results.bench.get("summary.json")
 
+    def bench_target(self, name: str) -> dict[str, Any]:
+        """The benchmark summary's (first) judgment of the target `name`, as its writer stored it."""
+        if found := [t for t in (self.bench() or {"targets": []})["targets"] if t["name"] == name]:
+            return found[0]
+        raise ResultsError(
+            f"{self.page}: finding {self.item.name}: results/bench/summary.json judges no target {name!r}"
+        )
+
     def timings(self) -> dict[str, Any]:
         self._listed("timing/*.json")
         return timing_values(self.results)
@@ -130,7 +137,7 @@ class _Reader:
             "sweep": self.sweep,
             "proof_chain": self.proof_chain,
             "bench": self.bench,
-            "bench_target": named,
+            "bench_target": self.bench_target,
             "timings": self.timings,
             "replication": self.replication,
             "replication_cells": self.replication_cells,

@@ -56,6 +56,11 @@ def in_unit(value: float | None, unit: str) -> str:
     return f"{num(100 * value)} %" if unit == "%" else f"{num(value)} {unit}"
 
 
+def bound(threshold: float, comparison: str, unit: str) -> str:
+    """A target's threshold after its comparison, in its unit (`in_unit`): `≤ 30 %`."""
+    return f"{comparison} {in_unit(threshold, unit)}"
+
+
 def interval(ci: Sequence[float] | None, digits: int = 3) -> str:
     """A confidence interval `[low, high]` (`-` for none)."""
     return "-" if ci is None else f"[{num(ci[0], digits)}, {num(ci[1], digits)}]"

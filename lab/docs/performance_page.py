@@ -1,9 +1,9 @@
 """docs/performance.md from `templates/performance.md.j2`: the kernels, how they stay deterministic, the
-committed benchmark summaries judged against the targets, and the replication timings."""
+committed benchmark summaries with the targets their writer judged, and the replication timings."""
 
 from __future__ import annotations
 
-from lab.docs.bench_targets import BENCH_TARGETS, target_rows
+from lab.cli.bench_targets import BENCH_TARGETS
 from lab.docs.results import Results
 from lab.docs.templating import render
 from lab.docs.timing_section import timing_values
@@ -25,6 +25,5 @@ def performance_page(results: Results) -> str:
         results,
         kernels=kernel_names(),
         targets=BENCH_TARGETS,
-        target_rows=target_rows,
         **timing_values(results),
     )

@@ -251,11 +251,19 @@ BENCH_STATISTICS = {  # across the benchmarks, as the writer stores them (`bench
     "peaks": Each({"gflops fraction_of_dgemm": NUMBER}),
     "algorithm1_step": {"min_ms? speedup_vs_numpy_twin?": NUMBER, "structured?": OBJECT},
 }
+BENCH_TARGET = {  # a target judged against a benchmark (none: null), as the writer stores it (`judged`)
+    "name description measure comparison unit status": TEXT,
+    "threshold": NUMBER,
+    "benchmark?": TEXT,
+    "measured?": NUMBER,
+    "context": Each({"measure unit text": TEXT, "value": NUMBER}, "context"),
+}
 BENCH = {
     "machine": OBJECT,
     "benchmarks": Each(BENCHMARK, "benchmark"),
     "dgemm_gflops?": NUMBER,
     "statistics": BENCH_STATISTICS,
+    "targets": Each(BENCH_TARGET, "target"),
 }
 
 

@@ -30,6 +30,7 @@ ENVIRONMENT.filters.update(
     fixed=markdown.fixed,
     pct=markdown.pct,
     in_unit=markdown.in_unit,  # `{{ value | in_unit("%") }}`: a fraction as a percentage, else the unit
+    bound=markdown.bound,  # `{{ threshold | bound("≤", "%") }}`: a target's comparison and threshold
     interval=markdown.interval,
     code=markdown.code,
     anchor=markdown.anchor,

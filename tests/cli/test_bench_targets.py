@@ -1,12 +1,19 @@
-"""The performance targets of the structured path load from `lab/docs/bench_targets.toml`."""
+"""The performance targets of the structured path load from `lab/cli/bench_targets.toml`, and the summary's
+writer judges them against its benchmarks (`judged`)."""
+
+import json
+from pathlib import Path
 
 import pytest
 
-from lab.docs.bench_targets import load_targets, named
+from lab.cli.bench_targets import BENCH_TARGETS, judged, load_targets
+from tests.rounding import rounded
+
+STEP = "test_algorithm1_step[numba-structured]"
 
 
 def test_a_bench_target_file_with_a_bad_target_is_one_line_naming_the_file_and_the_target(tmp_path):
-    assert named("Algorithm 1 step, structured time").bound == "≤ 3 ms"  # the committed targets load
+    assert BENCH_TARGETS[1].name == "Algorithm 1 step, structured time"  # the committed targets load
     path = tmp_path / "targets.toml"
     entry = '[[target]]\nname = "t"\npattern = "b"\nmeasure = "min_ms"\nthreshold = 1.0\nunit = "ms"\n'
     path.write_text(entry + 'comparison = "<"\ndescription = "d"\n')
@@ -15,3 +22,34 @@ def test_a_bench_target_file_with_a_bad_target_is_one_line_naming_the_file_and_t
     path.write_text(entry + 'comparison = "≤"\n')
     with pytest.raises(ValueError, match=r"^targets\.toml: target 't': .*'description'"):
         load_targets(path)
+
+
+def test_each_target_is_judged_against_every_benchmark_it_fits_with_the_measures_beside_it():
+    benches = [
+        {"name": STEP, "min_ms": 2.5, "measures": {"ratio_to_dense": 0.25, "expert_pass_ms": 1.5}},
+        {"name": "test_single_cnn_pass[paper-structured]", "measures": {"ratio_to_dense": 0.2}},
+        {"name": "test_single_cnn_pass[reference-code-structured]", "min_ms": 50.0},  # before measures
+    ]
+    rows = {(t["name"], t["benchmark"]): t for t in judged(benches)}
+    ratio = rows["Algorithm 1 step, structured ÷ dense", STEP]
+    assert (ratio["comparison"], ratio["threshold"], ratio["unit"]) == ("≤", 0.3, "%")
+    assert (ratio["measured"], ratio["status"]) == (0.25, "met")
+    assert ratio["context"] == [
+        {"measure": "expert_pass_ms", "value": 1.5, "unit": "ms", "text": "the expert pass alone"}
+    ]
+    assert rows["Algorithm 1 step, structured time", STEP]["status"] == "met"
+    cnn = "512-filter single CNN, structured ÷ dense"
+    assert rows[cnn, "test_single_cnn_pass[paper-structured]"]["status"] == "met"
+    missing = rows[cnn, "test_single_cnn_pass[reference-code-structured]"]
+    assert (missing["measured"], missing["status"], missing["context"]) == (None, "not measured", [])
+    unmatched = rows["Noise-patch kernel, fraction of DGEMM per core", None]  # no benchmark fits it
+    assert (unmatched["measured"], unmatched["status"]) == (None, "not measured")
+    assert len(rows) == len(BENCH_TARGETS) + 1  # the CNN target fits two benchmarks
+
+
+def test_the_committed_targets_are_the_writers_judgment_of_the_committed_benchmarks():
+    """The summary stores `targets` judged against its benchmarks; the committed ones are the writer's
+    function of its own benchmarks and of `bench_targets.toml`."""
+    committed = json.loads((Path(__file__).resolve().parents[2] / "results/bench/summary.json").read_text())
+    computed = json.loads(json.dumps(judged(committed["benchmarks"])))
+    assert rounded(committed["targets"]) == rounded(computed)

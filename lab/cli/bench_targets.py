@@ -1,8 +1,9 @@
-"""The performance targets of the structured path (Def. 3.1), judged against a benchmark summary.
+"""The performance targets of the structured path (Def. 3.1), judged by the benchmark summary's writer.
 
 They are targets, reported on the performance page and never asserted: each benchmark asserts only
 that its answer is right (`benchmarks/test_bench_structured.py`). `bench_targets.toml` beside this module
-is the one place their thresholds and descriptions are written (editable without Python).
+is the one place their thresholds and descriptions are written (editable without Python); `judged`
+holds each against a summary's benchmarks, and `bench_report.summary` stores it under "targets".
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from lab.docs.markdown import in_unit
 
 COMPARISONS = {"≤": operator.le, "≥": operator.ge}
 SOURCE = Path(__file__).with_name("bench_targets.toml")
@@ -58,10 +57,26 @@ class BenchTarget:
             return "not measured"
         return "met" if COMPARISONS[self.comparison](value, self.threshold) else "not met"
 
-    @property
-    def bound(self) -> str:
-        """The comparison and the threshold, in the target's unit."""
-        return f"{self.comparison} {in_unit(self.threshold, self.unit)}"
+    def judgment(self, bench: dict[str, Any] | None) -> dict[str, Any]:
+        """The target against one benchmark of a summary (None: none fits), with the context it has."""
+        value = self.measured(bench) if bench else None
+        found = bench.get("measures", {}) if bench else {}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "measure": self.measure,
+            "comparison": self.comparison,
+            "threshold": self.threshold,
+            "unit": self.unit,
+            "benchmark": bench["name"] if bench else None,
+            "measured": value,
+            "status": self.status(value),
+            "context": [
+                {"measure": c.measure, "value": found[c.measure], "unit": c.unit, "text": c.text}
+                for c in self.context
+                if found.get(c.measure) is not None
+            ],
+        }
 
 
 def load_targets(path: Path = SOURCE) -> tuple[BenchTarget, ...]:
@@ -84,14 +99,10 @@ def load_targets(path: Path = SOURCE) -> tuple[BenchTarget, ...]:
 BENCH_TARGETS = load_targets()
 
 
-def target_rows(benchmarks: list[dict[str, Any]]) -> list[tuple[BenchTarget, dict[str, Any] | None]]:
-    """Each target with every benchmark of the summary it fits; (target, None) if none."""
+def judged(benchmarks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each target judged against every benchmark of a summary it fits; once as not measured if none."""
     rows = []
     for target in BENCH_TARGETS:
-        rows += [(target, b) for b in benchmarks if target.matches(b["name"])] or [(target, None)]
+        fits = [b for b in benchmarks if target.matches(b["name"])]
+        rows += [target.judgment(b) for b in fits or [None]]
     return rows
-
-
-def named(name: str) -> BenchTarget:
-    """The target called `name` in `BENCH_TARGETS`."""
-    return next(t for t in BENCH_TARGETS if t.name == name)
