@@ -43,6 +43,7 @@ from lab.chen2022.runs import (
     run_key,
     run_one,
 )
+from lab.chen2022.sweep_studies import gd_rate_figure
 from lab.chen2022.tables import TARGET_HELP, TARGETS
 from lab.core import plots
 from lab.core.io import write_text_atomic
@@ -401,7 +402,9 @@ def _replicate_tables(values: dict[str, list[Any]], results: list[dict[str, Any]
     )
 
 
-@register_task(TASK, expand=expand, report=_replicate_tables, code_root=run_one.__module__)
+@register_task(
+    TASK, expand=expand, report=_replicate_tables, code_root=run_one.__module__, figure=gd_rate_figure
+)
 def replicate_run(config: dict[str, Any]) -> dict[str, Any]:
     """One training run of a replicate target (`run_one`) with the versions of the stack that made it.
 

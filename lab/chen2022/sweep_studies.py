@@ -1,6 +1,7 @@
 """Table 10's σ0 sweep and Table 11's plain-GD rate sweeps (sweeps of the `replicate` task) beside the
 paper's rows: each sweep report stores its groups' statistics (`lab.sweeps.report`); these functions
-put them beside the paper's values and judge each rate, for the findings and the rates figure."""
+put them beside the paper's values and judge each rate, for the findings, and draw each rate sweep's
+figure (`gd_rate_figure`, the `replicate` task's figure hook)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from lab.chen2022.replicate_analysis import STALL_BELOW
 from lab.chen2022.tables import TARGETS
+from lab.core import plots
 
 GD_RATE_SWEEPS = (("table11_gd_rate", "stated model"), ("table11_gd_rate_reference_code", "reference code"))
 
@@ -84,6 +86,44 @@ def gd_rate_study(report: dict) -> dict[str, Any]:
         "both": [e for e in etas if ok(e, lb) and ok(e, "none")],
         "near": [e for e in etas if (e, "none") in by and _near(by[e, "none"], papers["none"])],
     }
+
+
+def gd_rate_figure(report: dict) -> Any:
+    """A plain-GD rate sweep's figure (GD_RATE_SWEEPS): test accuracy against the experts' rate per seed,
+    the mean per rate (`rate_rows`), diverged runs at the bottom, Table 11's rows dashed; None for another
+    sweep of the `replicate` task (its report draws the generic chart)."""
+    how = dict(GD_RATE_SWEEPS).get(report["sweep"])
+    if how is None:
+        return None
+    plt = plots.pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    papers, rows = gd_papers(), rate_rows(report)
+    for lb, label, colour in (("switch", "with LB", "tab:blue"), ("none", "no LB", "tab:orange")):
+        runs = [r for r in report["runs"] if r["params"]["load_balancing"] == lb]
+        finite = [
+            (r["params"]["eta"], r["metrics"]["test_accuracy"])
+            for r in runs
+            if "test_accuracy" in r["metrics"]
+        ]
+        wild = [r["params"]["eta"] for r in runs if "diverged_at" in r["metrics"]]
+        means = [
+            (row["eta"], row["mean"])
+            for row in rows
+            if row["load_balancing"] == lb and row["mean"] is not None
+        ]
+        if finite:
+            ax.scatter(*zip(*finite, strict=True), s=14, color=colour, alpha=0.4, linewidths=0)
+            ax.plot(*zip(*means, strict=True), "o-", color=colour, label=label)
+        if wild:
+            ax.scatter(wild, [45.0] * len(wild), marker="x", color=colour, label=f"{label}: diverged")
+        ax.axhline(papers[lb][0], color=colour, ls="--", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("plain-GD expert rate η")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(f"Table 11, plain GD, {how} (dashed: the paper's rows)", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def sigma0_rows(report: dict) -> list[dict]:

@@ -3,7 +3,8 @@
 `--check` renders in memory and exits 1, naming each page that differs from the committed one,
 when docs/ is out of date; 0 when it is current. A missing or damaged results file is one line
 naming it, exit status 2; so is a record a template names by claim and key that the results lack
-(the line names the page, the claim and the key).
+(the line names the page, the claim and the key). A figure a page links that is missing from the
+results folder is one line naming the command that draws it, exit status 1, with or without `--check`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def configure(parser: argparse.ArgumentParser):
     )
 
     def run(args: argparse.Namespace) -> int:
-        from lab.docs.render import differences, render_all, write_pages
+        from lab.docs.render import differences, missing_figures, render_all, write_pages
         from lab.docs.results import ResultsError
 
         if args.plugins and Path(args.out).resolve() == Path("docs").resolve():
@@ -59,6 +60,9 @@ def configure(parser: argparse.ArgumentParser):
             return 1 if lines else 0
         written = write_pages(pages, args.out)
         print(f"{args.out}: {len(pages)} pages rendered, {len(written)} changed")
-        return 0
+        missing = missing_figures(pages)
+        for line in missing:
+            print(line)
+        return 1 if missing else 0
 
     return run

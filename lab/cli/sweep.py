@@ -1,5 +1,7 @@
 """`python -m lab sweep run|status|report SPEC`: grids of experiments on Dask with a resumable store.
 
+`python -m lab sweep figure REPORT.json` redraws a written report's figure beside it from the JSON alone.
+
 The spec format is documented in `lab.sweeps.sweep`; examples live in `sweeps/`.
 """
 
@@ -12,10 +14,18 @@ from pathlib import Path
 
 from lab.cli.kernel_cache import compile_in_child
 from lab.cli.main import positive_int
+from lab.core import plots
 from lab.core.errors import InputError
 from lab.core.io import check_writable, check_writable_folder
 from lab.core.registry import register_command
-from lab.sweeps.report import build_report, format_status, group_by_fields, sweep_status, write_reports
+from lab.sweeps.report import (
+    build_report,
+    draw_figure,
+    format_status,
+    group_by_fields,
+    sweep_status,
+    write_reports,
+)
 from lab.sweeps.store import SweepStore
 from lab.sweeps.sweep import expand, key_prefixes, load_spec, run_sweep
 
@@ -25,6 +35,7 @@ EPILOG = """examples:
   python -m lab sweep run sweeps/table1.toml --retry-failed  resume, and rerun the failed tasks
   python -m lab sweep status sweeps/table1.toml
   python -m lab sweep report sweeps/table1.toml --out reports/sweeps
+  python -m lab sweep figure results/proof_chain/proof_chain.json   redraw proof_chain.png beside it
 """
 
 
@@ -54,11 +65,13 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
             action="store_true",
             help="treat results computed by other code (stale) as current, on purpose",
         )
+    figure = actions.add_parser("figure", help="redraw a report's PNG beside its JSON (no store needed)")
+    figure.add_argument("report", metavar="REPORT", help="a sweep report, <name>.json")
     return _dispatch
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    return {"run": _run, "status": _status, "report": _report}[args.action](args)
+    return {"run": _run, "status": _status, "report": _report, "figure": _figure}[args.action](args)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -113,4 +126,18 @@ def _report(args: argparse.Namespace) -> int:
         report = build_report(spec, expand(spec), store, args.keep_stale)
     for path in write_reports(report, args.out):
         print(f"wrote {path}")
+    return 0
+
+
+def _figure(args: argparse.Namespace) -> int:
+    """Draw <name>.png beside the report <name>.json from the report alone (`draw_figure`)."""
+    from lab.docs.results import load_sweep_report
+
+    if not plots.available():
+        raise InputError(plots.PLOTS_HINT)
+    path = Path(args.report)
+    drawn = draw_figure(load_sweep_report(path), path.with_suffix(".png"))
+    if drawn is None:
+        raise InputError(f"{path}: no finished run to draw")
+    print(f"wrote {drawn}")
     return 0

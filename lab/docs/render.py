@@ -1,31 +1,34 @@
 """Render every page of docs/ in memory, write them atomically, or compare them with the committed pages.
 
-Writing also draws the figures the pages link (beside the results they are drawn from, see
-`lab.docs.figures`); comparing asks only that each exists, never for its bytes.
+The figures the pages link are drawn with the sweep reports they show (`lab.sweeps.report.draw_figure`),
+never here: the renderer asks only that each exists, never for its bytes.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from lab.core.io import write_text_atomic
 from lab.docs.catalogue import Catalogue, catalogues
 from lab.docs.claims_pages import claims_page, plugin_checks, plugin_page
-from lab.docs.figures import figure_paths, write_figures
 from lab.docs.findings_data import findings_page, plugin_findings
 from lab.docs.guides import adding_page, index_page, sweeps_page
 from lab.docs.mutation_page import mutation_page
 from lab.docs.performance_page import performance_page
 from lab.docs.replications_page import replications_page
-from lab.docs.results import Results, load_results
+from lab.docs.results import load_results
+
+# a page's link to a figure in the results folder, e.g. ](../results/proof_chain/proof_chain.png)
+FIGURE_LINK = re.compile(r"\]\((?:\.\./)+results/([^)\s]+\.png)\)")
 
 
 class Pages(dict[str, str]):
-    """Every page by its path relative to the docs folder, and the results (and folder) behind its figures."""
+    """Every page by its path relative to the docs folder, and the results folder its figures are in."""
 
-    def __init__(self, pages: dict[str, str], results: Results, results_folder: str | Path):
+    def __init__(self, pages: dict[str, str], results_folder: str | Path):
         super().__init__(sorted(pages.items()))
-        self.results, self.results_folder = results, Path(results_folder)
+        self.results_folder = Path(results_folder)
 
 
 def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: bool = False) -> Pages:
@@ -53,18 +56,17 @@ def render_all(results_folder: str | Path, sweeps_folder: str | Path, plugins: b
         if package is not None and (text := plugin_page(package, results, checks, catalogue)):
             pages[f"claims/{package}.md"] = text
     pages["findings.md"] = findings_page(results)  # after the claims pages, which name every record key
-    return Pages(pages, results, results_folder)
+    return Pages(pages, results_folder)
 
 
 def write_pages(pages: Pages, out: str | Path) -> list[Path]:
-    """Write each page under `out` (unchanged text is not rewritten), draw the figures; the pages written."""
+    """Write each page under `out` (unchanged text is not rewritten); the pages written."""
     written = []
     for name, text in pages.items():
         path = Path(out) / name
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             write_text_atomic(path, text.encode("utf-8"))
             written.append(path)
-    write_figures(pages.results, pages.results_folder)
     return written
 
 
@@ -82,7 +84,16 @@ def differences(pages: Pages, out: str | Path) -> list[str]:
         for path in sorted(root.rglob("*.md")):
             if path.relative_to(root).as_posix() not in pages:
                 lines.append(f"{path}: not produced by the renderer (remove it, or add it to lab/docs)")
-    for path in figure_paths(pages.results, pages.results_folder):
-        if not path.is_file():
-            lines.append(f"{path}: missing figure (run `python -m lab docs` with matplotlib installed)")
-    return lines
+    return lines + missing_figures(pages)
+
+
+def missing_figures(pages: Pages) -> list[str]:
+    """One line per figure a page links that the results folder lacks, naming the command that draws it
+    (every linked figure is a sweep report's, <name>.png beside <name>.json)."""
+    linked = sorted({name for text in pages.values() for name in FIGURE_LINK.findall(text)})
+    return [
+        f"{path}: missing figure (run `python -m lab sweep figure {path.with_suffix('.json')}` "
+        "with matplotlib installed)"
+        for path in (pages.results_folder / name for name in linked)
+        if not path.is_file()
+    ]

@@ -1,9 +1,9 @@
 """Sweep task `proof-chain` (claims B9, B10): the d study of Theorem 4.2's proof chain along runs.
 
-Declaration only, with defaults, a report table, the analysis across runs the report stores and the
-finding that reads it (`proof_chain.findings.toml`); the science is `lab.chen2022.proof_monitors` and
-loads when a task runs. One task is one monitored run of Algorithm 1 at dimension d under the
-theorem's conditions (σ0 = d^(−1/3), η_r = M²η, n = n_per_d·d).
+Declaration only, with defaults, a report table, the analysis across runs the report stores, its figure
+and the finding that reads them (`proof_chain.findings.toml`); the science is
+`lab.chen2022.proof_monitors` and loads when a task runs. One task is one monitored run of Algorithm 1
+at dimension d under the theorem's conditions (σ0 = d^(−1/3), η_r = M²η, n = n_per_d·d).
 """
 
 from __future__ import annotations
@@ -169,8 +169,72 @@ def report_runs(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**r["metrics"], **r["params"]} for r in report["runs"]]
 
 
+# Panels of the report's figure, (quantity, title, the proof's rate, its exponent in d): the fitted quantities
+# (the finding's table of exponents), and E.3's ratio beside E.3's ‖h‖∞.
+RATE_PANELS = (
+    ("h_inf_T1", "E.3: ‖h‖∞ at T1", "σ0^1.5 = d^(−1/2)", -0.5),
+    ("h_inf_T1_over_sigma0_1_5", "E.3: ‖h‖∞(T1)/σ0^1.5", "O(1)", 0.0),
+    ("other_projection_T1_over_sigma0", "E.6: largest other projection at T1, over σ0", "Õ(1)", 0.0),
+    ("center_only_gap_end", "E.14: ‖h(x̄) − h(x)‖∞ at the end (after T2)", "Õ(d^−0.005)", -0.005),
+    ("profession_spread_end", "E.16: Δ_Θ within professions at the end (after T2)", "Õ(d^−0.001)", -0.001),
+)
+COLUMNS = 3
+
+
+def proof_chain_figure(report: dict[str, Any]) -> Any:
+    """Sweep report's figure: Theorem 4.2's quantities against d, one panel each (RATE_PANELS), with the
+    proof's rates; medians and fits are the report's `analysis` (`proof_chain_fits`)."""
+    import numpy as np
+
+    from lab.core import plots
+
+    d = np.array([r["params"]["d"] for r in report["runs"]], dtype=float)
+    metrics = [r["metrics"] for r in report["runs"]]
+    analysis = report["analysis"]
+    ds = np.array(analysis["d"], dtype=float)
+    plt = plots.pyplot()
+    rows = -(-len(RATE_PANELS) // COLUMNS)
+    fig, axes = plt.subplots(rows, COLUMNS, figsize=(4.6 * COLUMNS, 3.8 * rows), squeeze=False)
+    for ax, (key, label, rate, exponent) in zip(axes.ravel(), RATE_PANELS, strict=False):
+        values = np.array([m[key] for m in metrics], dtype=float)
+        _rate_panel(ax, (d, values), ds, analysis["fits"][key], rate, exponent)
+        ax.set_title(label, fontsize=9)
+    for ax in axes.ravel()[len(RATE_PANELS) :]:
+        fig.delaxes(ax)
+    fig.suptitle(
+        f"Theorem 4.2's proof along runs (Chen et al. 2022): {len(metrics)} runs of Algorithm 1 against d",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _rate_panel(ax: Any, runs: tuple, ds: Any, fit: dict, rate: str, exponent: float) -> None:
+    """One quantity: runs (d, value), median per d, fitted c·d^slope (the report's), the stated rate
+    through the fit at the least d."""
+    import numpy as np
+
+    slope, (lo, hi), log_c = fit["slope"], fit["interval"], fit["log_c"]
+    grid = np.geomspace(ds[0], ds[-1], 50)
+    ax.scatter(*runs, s=12, color="tab:blue", alpha=0.25, linewidths=0, label="runs")
+    ax.plot(ds, fit["median"], "D", color="tab:blue", ms=6, label="median over seeds")
+    fitted = np.exp(log_c) * grid**slope
+    ax.plot(grid, fitted, color="tab:orange", lw=1.5, label=f"fit d^{slope:.2f} (95 % [{lo:.2f}, {hi:.2f}])")
+    ax.plot(grid, fitted[0] * (grid / grid[0]) ** exponent, "k--", lw=1, label=f"stated: {rate}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(ds, [f"{x:g}" for x in ds])
+    ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
+    ax.set_xlabel("d")
+    ax.legend(fontsize=7)
+
+
 @register_task(
-    "proof-chain", defaults=PROOF_CHAIN_DEFAULTS, report=proof_chain_table, analysis=proof_chain_analysis
+    "proof-chain",
+    defaults=PROOF_CHAIN_DEFAULTS,
+    report=proof_chain_table,
+    analysis=proof_chain_analysis,
+    figure=proof_chain_figure,
 )
 def proof_chain(params: dict[str, Any]) -> dict[str, Any]:
     """One monitored run of Theorem 4.2's proof at dimension d: its chain verdicts and measured quantities."""

@@ -209,22 +209,35 @@ def format_markdown(report: dict[str, Any], figure: str | None = None) -> str:
 
 
 def write_reports(report: dict[str, Any], out: str | Path) -> list[Path]:
-    """Write <name>.md, <name>.json and (with matplotlib) <name>.png into `out`, atomically."""
+    """Write <name>.md, <name>.json and (with matplotlib, `draw_figure`) <name>.png into `out`, atomically."""
     out = Path(out)
     name = report["sweep"]
     written = [write_json_atomic(out / f"{name}.json", report)]
-    figure = _plot(report, out / f"{name}.png")
+    figure = draw_figure(report, out / f"{name}.png")
     written.append(write_text_atomic(out / f"{name}.md", format_markdown(report, figure and figure.name)))
     if figure:
         written.append(figure)
     return written
 
 
+def draw_figure(report: dict[str, Any], path: Path) -> Path | None:
+    """Draw the report's figure at `path` from the report alone: its task's own (`TaskType.figure`), else
+    the generic bar chart; None without matplotlib or without anything to draw."""
+    if not plots.available():
+        return None
+    own = task_type(report["task"]).figure
+    fig = own(report) if own is not None else None
+    if fig is None:
+        return _plot(report, path)
+    plots.save_figure(fig, path)
+    return path
+
+
 def _plot(report: dict[str, Any], path: Path) -> Path | None:
     """One horizontal bar chart per metric (up to six): group means with ± std error bars."""
     metrics = report["metrics"][:6]
     groups = [g for g in report["groups"] if g["metrics"]]
-    if not metrics or not groups or not plots.available():
+    if not metrics or not groups:
         return None
     plt = plots.pyplot()
     labels = [_fields_text(g["fields"]) or report["sweep"] for g in groups]

@@ -32,6 +32,7 @@ from lab.core.registry import Declaration, declare
 TaskFunc = Callable[[dict[str, Any]], dict[str, Any]]
 ReportFunc = Callable[[dict[str, list[Any]], list[dict[str, Any]]], str]
 AnalysisFunc = Callable[[dict[str, list[Any]], list[dict[str, Any]]], dict[str, Any]]
+FigureFunc = Callable[[dict[str, Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class TaskType(Declaration):
     report: ReportFunc | None = None
     code_root: str | None = None
     analysis: AnalysisFunc | None = None
+    figure: FigureFunc | None = None
     kind = "task"
 
     def with_defaults(self, point: dict[str, Any], source: str = "params") -> dict[str, Any]:
@@ -94,6 +96,7 @@ def register_task(
     report: ReportFunc | None = None,
     code_root: str | None = None,
     analysis: AnalysisFunc | None = None,
+    figure: FigureFunc | None = None,
 ) -> Callable[[TaskFunc], TaskFunc]:
     """Decorator: make `fn(params) -> dict` runnable by sweeps under `name`.
 
@@ -103,14 +106,16 @@ def register_task(
     -> JSON-able dict`, if given, computes the statistics across runs (fits, pooled counts) that the
     report stores as `analysis` and its readers format and never recompute; `runs` holds each finished
     run's numeric results and its parameters, flattened to dotted names (as the report's runs hold
-    them, there filtered to its metrics). `code_root`: the module whose
+    them, there filtered to its metrics). `figure(report) -> matplotlib figure or None`, if given, draws
+    the report's figure (<name>.png) from the report alone, so a committed report can be redrawn without
+    the store; None, or no `figure`, draws the generic bar chart. `code_root`: the module whose
     code fingerprint stamps the results (default: `fn`'s module).
     """
     if defaults is not None and expand is not None:
         raise ValueError(f"task {name!r}: give defaults or expand, not both")
 
     kept = dict(defaults) if defaults is not None else None
-    return lambda fn: declare(TaskType(name, fn, kept, expand, report, code_root, analysis))(fn)
+    return lambda fn: declare(TaskType(name, fn, kept, expand, report, code_root, analysis, figure))(fn)
 
 
 def task_type(name: str) -> TaskType:

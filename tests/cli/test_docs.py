@@ -12,12 +12,10 @@ from lab.chen2022.replicate import write_analysis
 from lab.chen2022.replicate_report import summary_statistics
 from lab.cli.bench_report import MEASURES, summary
 from lab.cli.main import main
-from lab.core import plots
-from lab.docs.figures import RATE_PANELS, rates_figure
 from lab.docs.render import differences, render_all
-from lab.docs.results import PROOF_CHAIN_RATES, load_proof_chain
+from lab.docs.results import PROOF_CHAIN_RATES
 from lab.makkuva2020.fig1_experiment import mean_errors
-from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, report_runs
+from lab.sweeps.proof_chain import proof_chain_analysis, report_runs
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS, DOCS, SWEEPS = REPO / "results", REPO / "docs", REPO / "sweeps"
@@ -115,7 +113,7 @@ def _with_measures(measures) -> str:
 
 
 def _proof_chain_report(ds=(50, 100, 200), seeds=2, **override) -> dict:
-    """A small synthetic d study: every quantity the findings and the rates figure read, as d^−1/2."""
+    """A small synthetic d study: every quantity the findings read, as d^−1/2."""
     runs = []
     for d in ds:
         for seed in range(seeds):
@@ -629,51 +627,28 @@ def test_the_reference_code_singles_stopping_points_are_read_from_their_steps(re
     assert "| single (nonlinear), 128 filters | 2 | 0 | 801–801–801 | 60.0–70.0 |" in findings
 
 
-def test_the_rates_figure_is_drawn_from_a_synthetic_d_study(results, tmp_path):
-    """Theorem 4.2's rates: `python -m lab docs` draws one panel per fitted quantity and E.3's ratio."""
-    pytest.importorskip("matplotlib")
-    report = results / "proof_chain" / "proof_chain.json"
-    report.write_text(json.dumps(_proof_chain_report()))
-    figure = results / "proof_chain" / "rates.png"
-    figure.unlink(missing_ok=True)
-    assert _docs(results, tmp_path / "docs") == 0
-    assert figure.read_bytes().startswith(b"\x89PNG")
-    titles = rates_figure(load_proof_chain(report), tmp_path / "rates.png")
-    assert len(titles) == len(PROOF_CHAIN_FITTED)  # one panel per quantity the report fits
-    assert {key for key, *_ in RATE_PANELS} == set(PROOF_CHAIN_FITTED)
-    assert (tmp_path / "rates.png").is_file()
-
-
-def test_check_asks_that_the_rates_figure_exists_not_for_its_bytes(results, tmp_path, capsys):
+def test_a_missing_figure_is_one_line_naming_the_command_that_draws_it(results, tmp_path, capsys):
+    """The renderer draws nothing: it asks that each figure a page links exists, never for its bytes."""
     out = tmp_path / "docs"
-    figure = results / "proof_chain" / "rates.png"
+    figure = results / "proof_chain" / "proof_chain.png"
+    command = f"python -m lab sweep figure {figure.with_suffix('.json')}"
+    line = f"{figure}: missing figure (run `{command}` with matplotlib installed)"
     assert _docs(results, out) == 0
     figure.write_bytes(b"drawn by another matplotlib")
     assert _docs(results, out, "--check") == 0
     figure.unlink()
     capsys.readouterr()
     assert _docs(results, out, "--check") == 1
-    assert capsys.readouterr().out.splitlines() == [
-        f"{figure}: missing figure (run `python -m lab docs` with matplotlib installed)"
-    ]
-    assert not figure.exists()  # --check draws nothing
-
-
-def test_without_matplotlib_or_without_the_d_study_no_figure_is_drawn(results, tmp_path, monkeypatch, capsys):
-    figure = results / "proof_chain" / "rates.png"
-    figure.unlink(missing_ok=True)
-    monkeypatch.setattr(plots, "available", lambda: False)
-    assert _docs(results, tmp_path / "docs") == 0
+    assert capsys.readouterr().out.splitlines() == [line]
+    assert _docs(results, out) == 1
+    assert capsys.readouterr().out.splitlines()[1:] == [line]
     assert not figure.exists()
-    assert capsys.readouterr().err.count('pip install "moe-lab[plots]"') == 1
-    monkeypatch.undo()
-    (results / "proof_chain" / "proof_chain.json").unlink()
-    assert _docs(results, tmp_path / "docs") == 0
-    assert _docs(results, tmp_path / "docs", "--check") == 0
-    assert not figure.exists() and "Traceback" not in capsys.readouterr().err
+    (results / "proof_chain" / "proof_chain.json").unlink()  # without the d study no page links its figure
+    assert _docs(results, out) == 0
+    assert _docs(results, out, "--check") == 0
 
 
-def test_the_findings_link_the_committed_rates_figure():
+def test_the_findings_link_the_committed_figures():
     findings = render_all(RESULTS, SWEEPS)["findings.md"]
     links = re.findall(r"\]\(([\w./-]+\.png)\)", findings)
     assert links and all((DOCS / link).resolve().is_file() for link in links)
