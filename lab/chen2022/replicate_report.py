@@ -11,6 +11,7 @@ from lab.chen2022 import data
 from lab.chen2022.baselines import single_config
 from lab.chen2022.tables import TARGETS, Cell
 from lab.core import plots
+from lab.core.schema import INT, LIST, NUMBER, TEXT, Each
 
 
 def write_figures(stem: str, records: list[dict], out: Path) -> list[Path]:
@@ -227,6 +228,14 @@ SUMMARY_STATISTICS = {
     "pairs": cell_pairs,
     "linear_singles": linear_singles,
     "stopping": stopping_points,
+}
+
+
+SUMMARY_RUN = {"model": TEXT, "setting seed steps": INT, "test_accuracy": NUMBER, "dispatch_entropy?": NUMBER}
+SUMMARY = {  # the schema of a target's summary `replicate` writes (what the docs read of it)
+    "config": {"target variant tier": TEXT, "seeds": INT},
+    "runs": Each(SUMMARY_RUN, "run", least=1),
+    " ".join(SUMMARY_STATISTICS): LIST,
 }
 
 

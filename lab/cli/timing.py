@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lab.core.io import write_json_atomic
+from lab.core.schema import COUNT, INT, LIST, POSITIVE, TEXT, Each
 
 TIMING_FORMAT = "moe-lab replicate timing 2"
 # what a record keeps of each trained run: its configuration (`runs.expand`, with the MoE
@@ -34,6 +35,25 @@ RUN_FIELDS = (
     "steps",
     "seconds",
 )
+
+
+TIMING_RUN = {
+    "model variant": TEXT,
+    "setting": INT,
+    "tier activation": TEXT,
+    "steps": INT,
+    "seconds": POSITIVE,
+}
+TIMING = {  # the schema of a timing record (what the docs read of it)
+    "command": TEXT,
+    "targets": LIST,
+    "variant dtype tier code": TEXT,
+    "seeds run_files_at_start": INT,
+    "jobs cores threads": COUNT,
+    "wall_seconds cpu_seconds": POSITIVE,
+    "runs": Each(TIMING_RUN, "run"),
+    "models": Each({"model": TEXT, "runs": INT, "seconds flops": POSITIVE}, "model"),  # `model_totals`
+}
 
 
 def _cpu_seconds() -> float:

@@ -24,10 +24,13 @@ from lab.core import registry
 from lab.core.io import check_writable, write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
 from lab.core.provenance import versions
-from lab.core.records import Record
+from lab.core.records import RECORD_JSON, Record
 from lab.core.registry import register_command
+from lab.core.schema import INT, TEXT, Each
 from lab.core.verdict_report import markdown_report
 from lab.sweeps.sweep import machine_cores
+
+VERIFY_FILE = {"records": Each(RECORD_JSON, "record", least=1), "seed": INT, "tier": TEXT}  # --json's schema
 
 
 def _parse_only(text: str | None) -> list[str] | None:

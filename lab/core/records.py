@@ -7,6 +7,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from lab.core.schema import NUMBER, OBJECT, TEXT, Is
+
 KINDS = ("premise", "negative-control", "report")
 VERDICTS = ("holds", "violated", "not-applicable")
 # what `verify` marks on records it cannot read as their verdict says: a check that raised or returned a
@@ -16,6 +18,16 @@ PROBLEMS = ("error", "uncontrolled")
 RULES = ("upper", "strict-upper", "lower", "strict-lower", "not-below", "equal", "report", "judged")
 KEY = re.compile(r"[a-z0-9][a-z0-9.-]*")
 EXTRA_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+RECORD_JSON = {  # the schema of a record as `Record.to_json` writes it
+    "claim statement": TEXT,
+    "kind": Is(f"one of {KINDS}", lambda v: v in KINDS),
+    "verdict": Is(f"one of {VERDICTS}", lambda v: v in VERDICTS),
+    "outcome": TEXT,
+    "params": OBJECT,
+    "measured? bound? slack?": NUMBER,
+    "ci?": Is("[low, high]", lambda v: isinstance(v, list) and len(v) == 2 and all(map(NUMBER.test, v))),
+    "finding? note?": TEXT,
+}
 
 
 def _finite(value: Any, name: str) -> Any:

@@ -3,36 +3,44 @@
 The folder's layout and the commands that write its files are on the index page (`index.md.j2`, "The
 results folder"); beside them, `mutation/summary.json` and `mutants.json` (`nox -s mutation`) and the
 sweep reports `sweeps/<name>.json` (`python -m lab sweep report sweeps/<name>.toml --out results/sweeps`).
-Each kind of file has a schema below (its fields and what each holds, nested as in the file), which
-`_check` applies. Every problem with a file (missing when required, not JSON, a field missing or not what
-its schema says) is a `ResultsError` whose message starts with the file's path and names the field, so
-the command prints one line.
+Each kind of file has a schema (its fields and what each holds, nested as in the file) declared beside the
+code that writes it (e.g. `lab.cli.timing.TIMING`; the mutation files' below, their writer being a test
+tool) and applied by `lab.core.schema`: every problem with a file (missing when required, not JSON, a field
+missing or not what its schema says) is a `ResultsError` whose message starts with the file's path and
+names the field, so the command prints one line.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import reprlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lab.chen2022.replicate_analysis import ANALYSIS_FORMAT, ANALYSIS_NAME, digest
+from lab.chen2022.replicate_report import SUMMARY
 from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import TARGETS
 from lab.chen2022.training import DTYPES
 from lab.cli.bench_report import SUMMARY_FORMAT
-from lab.cli.timing import TIMING_FORMAT
-from lab.core.errors import InputError
-from lab.core.records import KINDS, VERDICTS
+from lab.cli.timing import TIMING, TIMING_FORMAT
+from lab.cli.verify import VERIFY_FILE
+from lab.core.schema import (
+    INT,
+    LIST,
+    NUMBER,
+    OBJECT,
+    POSITIVE,
+    TEXT,
+    Each,
+    Is,
+    ResultsError,
+    check,
+    load,
+    read_json,
+)
+from lab.makkuva2020 import fig1_experiment as fig1
 
 VERIFY_COMMAND = "python -m lab verify --seed 0 --json results/verify.json"
-
-
-class ResultsError(InputError):
-    """A results file is missing or damaged; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -81,132 +89,20 @@ def record_by_key(results: Results, claim: str, key: str, page: str = "") -> dic
     return found[0]
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: missing") from None
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot be read ({exc.strerror})") from None
-    try:
-        return json.loads(text, parse_constant=_refuse_constant)
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise ResultsError(f"{path}: not valid JSON ({exc})") from None
-
-
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a number a result may hold")
-
-
-@dataclass(frozen=True)
-class Is:
-    """A leaf of a schema: the values `test` accepts, which `wanted` names in a refusal."""
-
-    wanted: str
-    test: Callable[[Any], bool]
-
-
-@dataclass(frozen=True)
-class Each:
-    """A list with `label` (its items `label 0`, `label 1`, … in a refusal), else an object, whose every
-    item meets `schema`; at least `least` of them."""
-
-    schema: Schema
-    label: str | None = None
-    least: int = 0
-
-
-# A dict schema maps each field to its schema; a key may name several fields, and a name ending in "?" a
-# field that may be absent (or null, where its schema is an `Is`).
-Schema = Is | Each | dict[str, "Schema"]
-TEXT = Is("text", lambda v: isinstance(v, str))
-INT = Is("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
-NUMBER = Is("a finite number", lambda v: INT.test(v) or (isinstance(v, float) and math.isfinite(v)))
-POSITIVE = Is("positive and finite", lambda v: NUMBER.test(v) and v > 0)
-COUNT = Is("a positive integer", lambda v: INT.test(v) and v > 0)
-OBJECT = Is("an object", lambda v: isinstance(v, dict))
-LIST = Is("a list", lambda v: isinstance(v, list))
-
-
-def _check(path: Path, value: Any, schema: Schema, where: str = "", key: str | None = None) -> None:
-    """Refuse `value`, field `key` at `where` in the file at `path`, in one line unless it meets `schema`."""
-    shape = schema if isinstance(schema, Is) else LIST if getattr(schema, "label", None) else OBJECT
-    if not shape.test(value):
-        name = where.removesuffix(": ") if key is None else f"{where}field {key!r}"
-        raise ResultsError(f"{path}: {name} must be {shape.wanted}, got {reprlib.repr(value)}")
-    inner = where if key is None else f"{where}{key}: "
-    if isinstance(schema, dict):
-        for names, field_schema in schema.items():
-            for name in names.split():
-                if (found := name.removesuffix("?")) not in value:
-                    if found == name:
-                        raise ResultsError(f"{path}: {inner}field {found!r} is missing")
-                elif found == name or value[found] is not None or not isinstance(field_schema, Is):
-                    _check(path, value[found], field_schema, inner, found)
-    elif isinstance(schema, Each):
-        if len(value) < schema.least:
-            raise ResultsError(f"{path}: {where}holds no {schema.label}s")
-        for i, item in enumerate(value) if schema.label else value.items():
-            at = (f"{where}{schema.label} {i}: ", None) if schema.label else (inner, i)
-            _check(path, item, schema.schema, *at)
-
-
-def _load(path: Path, schema: dict[str, Schema], what: str, **identity: str) -> dict[str, Any]:
-    """The JSON object at `path`, refused unless it is `what` (as `identity` says) and meets `schema`."""
-    data = _read_json(path)
-    if not isinstance(data, dict) or any(data.get(k) != v for k, v in identity.items()):
-        expected = ", ".join(f"{k} {v!r}" for k, v in identity.items()) or "a JSON object"
-        raise ResultsError(f"{path}: not {what} (expected {expected})")
-    _check(path, data, schema)
-    return data
-
-
-RECORD = {
-    "claim statement": TEXT,
-    "kind": Is(f"one of {KINDS}", lambda v: v in KINDS),
-    "verdict": Is(f"one of {VERDICTS}", lambda v: v in VERDICTS),
-    "outcome": TEXT,
-    "params": OBJECT,
-    "measured? bound? slack?": NUMBER,
-    "ci?": Is("[low, high]", lambda v: isinstance(v, list) and len(v) == 2 and all(map(NUMBER.test, v))),
-    "finding? note?": TEXT,
-}
-
-
 def load_verify(path: Path) -> dict[str, Any]:
     """`verify.json`, with every record's fields checked against the record vocabulary."""
-    schema = {"records": Each(RECORD, "record", least=1), "seed": INT, "tier": TEXT}
-    return _load(path, schema, "the output of `python -m lab verify --json`")
-
-
-CHEN_RUN = {"model": TEXT, "setting seed steps": INT, "test_accuracy": NUMBER, "dispatch_entropy?": NUMBER}
-CHEN = {  # the statistics the pages show are stored by the writer (`replicate_report.SUMMARY_STATISTICS`)
-    "config": {"target variant tier": TEXT, "seeds": INT},
-    "runs": Each(CHEN_RUN, "run", least=1),
-    "cells pairs linear_singles stopping": LIST,
-}
-# E_reg and E_gating of Makkuva et al.'s method and the two baselines of Fig. 1
-MAKKUVA_ERRORS = {"ours l2 em": {"e_reg e_gating": NUMBER}}
-MAKKUVA = {  # each run, the means over runs (`fig1_experiment.mean_errors`) and the recovery counts
-    "tier": TEXT,
-    "seed": INT,
-    "runs": Each(MAKKUVA_ERRORS, "run", least=1),
-    "means": MAKKUVA_ERRORS,
-    "config": OBJECT,
-    "recovered_eps": NUMBER,
-    "recovery": {"ours l2 em": {"recovered inits": INT, "stuck_ci_99": LIST}},
-}
+    return load(path, VERIFY_FILE, "the output of `python -m lab verify --json`")
 
 
 def load_replication(path: Path) -> Replication:
     """One `replicate --json` file: Makkuva et al.'s Fig. 1, or a Chen et al. table target the lab has."""
-    data = _read_json(path)
+    data = read_json(path)
     if isinstance(data, dict) and data.get("target") == "makkuva-fig1":
-        _check(path, data, MAKKUVA)
+        check(path, data, fig1.REPLICATION)
         return Replication(path, data["target"], "paper", data["tier"], data)
     if not (isinstance(data, dict) and isinstance(config := data.get("config"), dict) and "target" in config):
         raise ResultsError(f"{path}: not a replication file (no target named in it)")
-    _check(path, data, CHEN)
+    check(path, data, SUMMARY)
     arithmetic = {k: config[k] for k in ("dtype", "arithmetic") if k in config}  # else the defaults
     rep = Replication(path, config["target"], config["variant"], config["tier"], data, **arithmetic)
     for what, value, allowed in (
@@ -230,7 +126,7 @@ def load_analysis(path: Path, summaries: list[Path]) -> dict[str, Any] | None:
         raise ResultsError(f"{path}: no such file; {rewrite}")
     tables = Is("a list, an object or null", lambda v: v is None or isinstance(v, list | dict))
     schema = {"summaries": OBJECT, "precision stalled same_init": tables}
-    data = _load(path, schema, "a replicate analysis", format=ANALYSIS_FORMAT)
+    data = load(path, schema, "a replicate analysis", format=ANALYSIS_FORMAT)
     held = {p.name: digest(p.read_text(encoding="utf-8")) for p in summaries}
     stored = data["summaries"]
     if stale := sorted(name for name in stored.keys() | held.keys() if stored.get(name) != held.get(name)):
@@ -269,31 +165,12 @@ BENCH = {
 
 def load_bench(path: Path) -> dict[str, Any]:
     """One benchmark summary written by `python -m lab bench-report --summary`."""
-    return _load(path, BENCH, "a benchmark summary", format=SUMMARY_FORMAT)
-
-
-TIMING_RUN = {
-    "model variant": TEXT,
-    "setting": INT,
-    "tier activation": TEXT,
-    "steps": INT,
-    "seconds": POSITIVE,
-}
-TIMING = {
-    "command": TEXT,
-    "targets": LIST,
-    "variant dtype tier code": TEXT,
-    "seeds run_files_at_start": INT,
-    "jobs cores threads": COUNT,
-    "wall_seconds cpu_seconds": POSITIVE,
-    "runs": Each(TIMING_RUN, "run"),
-    "models": Each({"model": TEXT, "runs": INT, "seconds flops": POSITIVE}, "model"),  # `timing.model_totals`
-}
+    return load(path, BENCH, "a benchmark summary", format=SUMMARY_FORMAT)
 
 
 def load_timing(path: Path) -> dict[str, Any]:
     """One timing record written by `python -m lab replicate ... --timing PATH`."""
-    return _load(path, TIMING, "a replicate timing", format=TIMING_FORMAT)
+    return load(path, TIMING, "a replicate timing", format=TIMING_FORMAT)
 
 
 MUTATION_FORMAT = "moe-lab mutation summary 1"
@@ -322,12 +199,12 @@ def load_mutation(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] |
     path = folder / "summary.json"
     if not path.exists():
         return None
-    data = _load(path, MUTATION, "a mutation summary", format=MUTATION_FORMAT)
+    data = load(path, MUTATION, "a mutation summary", format=MUTATION_FORMAT)
     for name in ("groups", "before"):
         for i, entry in enumerate(data[name]):
             if tuple(entry) != MUTATION_FIELDS:
                 raise ResultsError(f"{path}: {name} {i}: fields must be exactly {MUTATION_FIELDS}")
-    return data, _load(folder / "mutants.json", MUTANTS, "a list of mutants")["mutants"]
+    return data, load(folder / "mutants.json", MUTANTS, "a list of mutants")["mutants"]
 
 
 # Fitted as c·d^slope on log–log axes (the findings' exponents, the rates figure): positive in every run.
@@ -355,10 +232,10 @@ def load_proof_chain(path: Path) -> dict[str, Any] | None:
     two or more values of d, then for the analysis across them."""
     if not path.exists():
         return None
-    data = _load(path, PROOF_CHAIN, "a report of the proof-chain sweep", task="proof-chain")
+    data = load(path, PROOF_CHAIN, "a report of the proof-chain sweep", task="proof-chain")
     if len(data["runs"]) < 3 or len({run["params"]["d"] for run in data["runs"]}) < 2:
         raise ResultsError(f"{path}: a power law in d needs at least 3 runs at two or more values of d")
-    _check(path, data, {"analysis": PROOF_CHAIN_ANALYSIS})
+    check(path, data, {"analysis": PROOF_CHAIN_ANALYSIS})
     return data
 
 
@@ -372,7 +249,7 @@ SWEEP = {
 
 def load_sweep_report(path: Path) -> dict[str, Any]:
     """A committed sweep report (`lab.sweeps.report.build_report`), checked for its groups and runs."""
-    return _load(path, SWEEP, "a sweep report")
+    return load(path, SWEEP, "a sweep report")
 
 
 def load_results(folder: str | Path) -> Results:

@@ -24,6 +24,7 @@ from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
 from lab.core.records import jsonable
 from lab.core.registry import register_replication
+from lab.core.schema import INT, LIST, NUMBER, OBJECT, TEXT, Each
 from lab.core.stats import clopper_pearson
 from lab.makkuva2020.fit import (
     em,
@@ -208,6 +209,18 @@ def run_fig1(config: Fig1Config, seeds: list[int], progress: bool = False) -> li
 METHODS = (("ours", "L4 + L_log"), ("l2", "l2-SGD"), ("em", "EM"))
 # an init is recovered when it ends with E_reg and E_gating both at most this (the lab's threshold)
 RECOVERED_EPS = 0.05
+
+
+ERRORS = {" ".join(key for key, _ in METHODS): {"e_reg e_gating": NUMBER}}  # each method's final errors
+REPLICATION = {  # the schema of the file `replicate makkuva-fig1 --json` writes (what the docs read of it)
+    "tier": TEXT,
+    "seed": INT,
+    "runs": Each(ERRORS, "run", least=1),
+    "means": ERRORS,
+    "config": OBJECT,
+    "recovered_eps": NUMBER,
+    "recovery": {" ".join(key for key, _ in METHODS): {"recovered inits": INT, "stuck_ci_99": LIST}},
+}
 
 
 def _runs(runs: object) -> list[InitRun]:
