@@ -21,8 +21,32 @@ from lab.core.descriptions import load_findings
 from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.registry import register_command
+from lab.core.schema import LIST, NUMBER, OBJECT, TEXT, Each
 
 SUMMARY_FORMAT = "moe-lab bench summary 1"
+BENCHMARK = {
+    "name kernel": TEXT,
+    "min_ms? median_ms? gflops? fraction_of_dgemm? speedup_vs_numpy_twin?": NUMBER,
+    "measures?": Each(NUMBER),  # by name; older summaries lack it
+}
+BENCH_TARGET = {  # a target judged against a benchmark (none: null), as `bench_targets.judged` gives it
+    "name description measure comparison unit status": TEXT,
+    "threshold": NUMBER,
+    "benchmark?": TEXT,
+    "measured?": NUMBER,
+    "context": Each({"measure unit text": TEXT, "value": NUMBER}, "context"),
+}
+BENCH_SUMMARY = {  # the schema of the summary `summary` gives (what the docs read of it)
+    "machine": OBJECT,
+    "benchmarks": Each(BENCHMARK, "benchmark"),
+    "dgemm_gflops?": NUMBER,
+    "statistics": {  # across the benchmarks (`statistics`)
+        "kernel_rates": {"fractions": LIST, "median?": NUMBER, "rounds?": LIST},
+        "peaks": Each({"gflops fraction_of_dgemm": NUMBER}),
+        "algorithm1_step": {"min_ms? speedup_vs_numpy_twin?": NUMBER, "structured?": OBJECT},
+    },
+    "targets": Each(BENCH_TARGET, "target"),
+}
 # the lab's findings on its own kernels, which read the summary (`statistics`) and the replication timings
 FINDINGS = load_findings(Path(__file__).with_name("bench_report.findings.toml"))
 # extra_info fields a summary keeps under "measures": ratios and rates taken within one run.

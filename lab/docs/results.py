@@ -21,24 +21,13 @@ from lab.chen2022.replicate_report import SUMMARY
 from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import TARGETS
 from lab.chen2022.training import DTYPES
-from lab.cli.bench_report import SUMMARY_FORMAT
+from lab.cli.bench_report import BENCH_SUMMARY, SUMMARY_FORMAT
 from lab.cli.timing import TIMING, TIMING_FORMAT
 from lab.cli.verify import VERIFY_FILE
-from lab.core.schema import (
-    INT,
-    LIST,
-    NUMBER,
-    OBJECT,
-    POSITIVE,
-    TEXT,
-    Each,
-    Is,
-    ResultsError,
-    check,
-    load,
-    read_json,
-)
+from lab.core.schema import INT, NUMBER, OBJECT, TEXT, Each, Is, ResultsError, check, load, read_json
 from lab.makkuva2020 import fig1_experiment as fig1
+from lab.sweeps.proof_chain import PROOF_CHAIN_ANALYSIS, PROOF_CHAIN_REPORT
+from lab.sweeps.report import SWEEP_REPORT
 
 VERIFY_COMMAND = "python -m lab verify --seed 0 --json results/verify.json"
 
@@ -137,35 +126,9 @@ def load_analysis(path: Path, summaries: list[Path]) -> dict[str, Any] | None:
     return data
 
 
-BENCHMARK = {
-    "name kernel": TEXT,
-    "min_ms? median_ms? gflops? fraction_of_dgemm? speedup_vs_numpy_twin?": NUMBER,
-    "measures?": Each(NUMBER),  # by name; older summaries lack it
-}
-BENCH_STATISTICS = {  # across the benchmarks, as the writer stores them (`bench_report.statistics`)
-    "kernel_rates": {"fractions": LIST, "median?": NUMBER, "rounds?": LIST},
-    "peaks": Each({"gflops fraction_of_dgemm": NUMBER}),
-    "algorithm1_step": {"min_ms? speedup_vs_numpy_twin?": NUMBER, "structured?": OBJECT},
-}
-BENCH_TARGET = {  # a target judged against a benchmark (none: null), as the writer stores it (`judged`)
-    "name description measure comparison unit status": TEXT,
-    "threshold": NUMBER,
-    "benchmark?": TEXT,
-    "measured?": NUMBER,
-    "context": Each({"measure unit text": TEXT, "value": NUMBER}, "context"),
-}
-BENCH = {
-    "machine": OBJECT,
-    "benchmarks": Each(BENCHMARK, "benchmark"),
-    "dgemm_gflops?": NUMBER,
-    "statistics": BENCH_STATISTICS,
-    "targets": Each(BENCH_TARGET, "target"),
-}
-
-
 def load_bench(path: Path) -> dict[str, Any]:
     """One benchmark summary written by `python -m lab bench-report --summary`."""
-    return load(path, BENCH, "a benchmark summary", format=SUMMARY_FORMAT)
+    return load(path, BENCH_SUMMARY, "a benchmark summary", format=SUMMARY_FORMAT)
 
 
 def load_timing(path: Path) -> dict[str, Any]:
@@ -207,49 +170,21 @@ def load_mutation(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] |
     return data, load(folder / "mutants.json", MUTANTS, "a list of mutants")["mutants"]
 
 
-# Fitted as c·d^slope on log–log axes (the findings' exponents, the rates figure): positive in every run.
-PROOF_CHAIN_RATES = (
-    *"h_inf_T1 h_inf_T1_over_sigma0_1_5 other_projection_T1_over_sigma0".split(),
-    *"center_only_gap_end profession_spread_end".split(),
-)
-PROOF_CHAIN_METRICS = {"T1 T2 routing_follows_professions professions_predict routed_share_end": NUMBER}
-PROOF_CHAIN_RUN = {
-    "params": {"d": INT},
-    "metrics": PROOF_CHAIN_METRICS | {" ".join(PROOF_CHAIN_RATES): POSITIVE},
-}
-PROOF_CHAIN = {"task_tables": TEXT, "runs": Each(PROOF_CHAIN_RUN, "run")}
-PROOF_CHAIN_ANALYSIS = {  # across the runs, as the writer stores it (`proof_chain.proof_chain_analysis`)
-    "level": NUMBER,
-    "d": LIST,
-    "fits": {" ".join(PROOF_CHAIN_RATES): {"slope log_c": NUMBER, "interval median": LIST}},
-    "counts": {"runs T1 T2": LIST, "holds": Each(LIST)},
-    "schedule e3_ratio routing": OBJECT,
-}
-
-
 def load_proof_chain(path: Path) -> dict[str, Any] | None:
     """The sweep report of `sweeps/proof_chain.toml` (None when not committed), checked for its runs at
     two or more values of d, then for the analysis across them."""
     if not path.exists():
         return None
-    data = load(path, PROOF_CHAIN, "a report of the proof-chain sweep", task="proof-chain")
+    data = load(path, PROOF_CHAIN_REPORT, "a report of the proof-chain sweep", task="proof-chain")
     if len(data["runs"]) < 3 or len({run["params"]["d"] for run in data["runs"]}) < 2:
         raise ResultsError(f"{path}: a power law in d needs at least 3 runs at two or more values of d")
     check(path, data, {"analysis": PROOF_CHAIN_ANALYSIS})
     return data
 
 
-SWEEP = {
-    "sweep task": TEXT,
-    "groups": LIST,
-    "runs": Each({"params metrics": OBJECT}, "run"),
-    "counts": OBJECT,
-}
-
-
 def load_sweep_report(path: Path) -> dict[str, Any]:
     """A committed sweep report (`lab.sweeps.report.build_report`), checked for its groups and runs."""
-    return load(path, SWEEP, "a sweep report")
+    return load(path, SWEEP_REPORT, "a sweep report")
 
 
 def load_results(folder: str | Path) -> Results:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.core.descriptions import load_findings
+from lab.core.schema import INT, LIST, NUMBER, OBJECT, POSITIVE, TEXT, Each
 from lab.sweeps.tasks import register_task, task_type
 
 # the d study's finding, which reads the report this task's sweep writes
@@ -27,6 +28,26 @@ PROOF_CHAIN_FITTED = (
     "profession_spread_end",
 )
 FIT_LEVEL = 0.95
+PROOF_CHAIN_REPORT = {  # the schema of this task's sweep report (what the docs read of it)
+    "task_tables": TEXT,
+    "runs": Each(
+        {
+            "params": {"d": INT},
+            "metrics": {
+                "T1 T2 routing_follows_professions professions_predict routed_share_end": NUMBER,
+                " ".join(PROOF_CHAIN_FITTED): POSITIVE,  # fitted on log–log axes: positive in every run
+            },
+        },
+        "run",
+    ),
+}
+PROOF_CHAIN_ANALYSIS = {  # the schema of the report's `analysis` (`proof_chain_analysis`)
+    "level": NUMBER,
+    "d": LIST,
+    "fits": {" ".join(PROOF_CHAIN_FITTED): {"slope log_c": NUMBER, "interval median": LIST}},
+    "counts": {"runs T1 T2": LIST, "holds": Each(LIST)},
+    "schedule e3_ratio routing": OBJECT,
+}
 
 
 def proof_chain_table(values: dict[str, list[Any]], results: list[dict[str, Any]]) -> str:

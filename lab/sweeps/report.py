@@ -20,6 +20,7 @@ from lab.core import plots
 from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
 from lab.core.provenance import versions
+from lab.core.schema import LIST, OBJECT, TEXT, Each
 from lab.sweeps.keys import contains, prefix_array
 from lab.sweeps.store import StoredTask, SweepStore
 from lab.sweeps.sweep import SweepSpec, SweepTask, key_prefixes, task_code
@@ -87,6 +88,14 @@ def format_status(spec: SweepSpec, store: SweepStore, status: SweepStatus) -> st
             "recomputes them, --keep-stale keeps them on purpose"
         )
     return "\n".join(lines)
+
+
+SWEEP_REPORT = {  # the schema of `build_report`'s report (what the docs read of it)
+    "sweep task": TEXT,
+    "groups": LIST,
+    "runs": Each({"params metrics": OBJECT}, "run"),
+    "counts": OBJECT,
+}
 
 
 def build_report(

@@ -13,9 +13,8 @@ from lab.chen2022.replicate_report import summary_statistics
 from lab.cli.bench_report import MEASURES, summary
 from lab.cli.main import main
 from lab.docs.render import differences, render_all
-from lab.docs.results import PROOF_CHAIN_RATES
 from lab.makkuva2020.fig1_experiment import mean_errors
-from lab.sweeps.proof_chain import proof_chain_analysis, report_runs
+from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, report_runs
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS, DOCS, SWEEPS = REPO / "results", REPO / "docs", REPO / "sweeps"
@@ -120,7 +119,7 @@ def _proof_chain_report(ds=(50, 100, 200), seeds=2, **override) -> dict:
             metrics = {"T1": 20, "T2": 0, "routing_follows_professions": 0.0, "professions_predict": 0.0}
             metrics |= {"routed_share_end": 0.5}
             metrics |= {"alignment_T1_over_eta_T1": 1.0}
-            metrics |= {key: (1.0 + 0.1 * seed) * d**-0.5 for key in PROOF_CHAIN_RATES} | override
+            metrics |= {key: (1.0 + 0.1 * seed) * d**-0.5 for key in PROOF_CHAIN_FITTED} | override
             runs.append({"params": {"d": d, "M": 8, "eta": 0.02, "seed": seed}, "metrics": metrics})
     report = {"task": "proof-chain", "task_tables": "", "runs": runs}
     stats = {key: {"mean": 1.0, "std": 0.1} for key in runs[0]["metrics"]}
