@@ -18,7 +18,9 @@ from lab.core import plots
 from lab.core.errors import InputError
 from lab.core.io import check_writable, check_writable_folder
 from lab.core.registry import register_command
+from lab.core.schema import load
 from lab.sweeps.report import (
+    SWEEP_REPORT,
     build_report,
     draw_figure,
     format_status,
@@ -131,12 +133,10 @@ def _report(args: argparse.Namespace) -> int:
 
 def _figure(args: argparse.Namespace) -> int:
     """Draw <name>.png beside the report <name>.json from the report alone (`draw_figure`)."""
-    from lab.docs.results import load_sweep_report
-
     if not plots.available():
         raise InputError(plots.PLOTS_HINT)
     path = Path(args.report)
-    drawn = draw_figure(load_sweep_report(path), path.with_suffix(".png"))
+    drawn = draw_figure(load(path, SWEEP_REPORT, "a sweep report"), path.with_suffix(".png"))
     if drawn is None:
         raise InputError(f"{path}: no finished run to draw")
     print(f"wrote {drawn}")
