@@ -256,6 +256,7 @@ def _rate_panel(ax: Any, runs: tuple, ds: Any, fit: dict, rate: str, exponent: f
     report=proof_chain_table,
     analysis=proof_chain_analysis,
     figure=proof_chain_figure,
+    code_root="lab.chen2022.proof_monitors",  # the runs' science: the report's code above never moves them
 )
 def proof_chain(params: dict[str, Any]) -> dict[str, Any]:
     """One monitored run of Theorem 4.2's proof at dimension d: its chain verdicts and measured quantities."""
