@@ -29,6 +29,7 @@ from lab.core.registry import register_command
 from lab.core.schema import INT, TEXT, Each
 from lab.core.verdict_report import markdown_report
 from lab.sweeps.sweep import machine_cores
+from lab.sweeps.tasks import pinned_threads
 
 VERIFY_FILE = {"records": Each(RECORD_JSON, "record", least=1), "seed": INT, "tier": TEXT}  # --json's schema
 
@@ -113,8 +114,8 @@ def run_checks(
     first = sorted(checks, key=lambda c: not c.training_kernels)
     threads = max(1, machine_cores() // jobs)
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_pin_threads, initargs=(threads,)) as pool:
-        futures = {c.name: pool.submit(_run_named, c.name, seed, tier) for c in first}
+    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        futures = {c.name: pool.submit(_run_named, c.name, seed, tier, threads) for c in first}
         try:
             for future in as_completed(futures.values()):
                 progress.step(future.result()[1])
@@ -124,19 +125,11 @@ def run_checks(
         return [futures[c.name].result()[0] for c in checks]
 
 
-def _pin_threads(threads: int) -> None:
-    """A worker's share of the cores, for Numba's kernels and BLAS, so that the workers do not
-    oversubscribe the machine (as a sweep's workers)."""
-    import numba
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(threads)
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-
-
-def _run_named(name: str, seed: int, tier: str) -> tuple[list[Record], str]:
-    """In a worker: `_timed` of the registered check `name`."""
-    return _timed(registry.declared("check")[name], seed, tier)
+def _run_named(name: str, seed: int, tier: str, threads: int) -> tuple[list[Record], str]:
+    """In a worker: `_timed` of the registered check `name`, on the worker's share of the cores (Numba and
+    BLAS, as a sweep's workers), so that the workers do not oversubscribe the machine."""
+    with pinned_threads(threads):
+        return _timed(registry.declared("check")[name], seed, tier)
 
 
 def _timed(check: registry.Check, seed: int, tier: str) -> tuple[list[Record], str]:

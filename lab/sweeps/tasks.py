@@ -12,13 +12,14 @@ defined in any importable module runs on any Dask worker that can import it.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
 import socket
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +127,21 @@ def task_type(name: str) -> TaskType:
     return found
 
 
+@contextlib.contextmanager
+def pinned_threads(threads: int) -> Iterator[None]:
+    """BLAS and Numba on `threads` threads inside the block (Numba's count restored after it), so that
+    workers sharing a machine do not oversubscribe it."""
+    import numba  # here, not at the top: `sweep status` needs the task declarations, not Numba
+
+    before = numba.get_num_threads()
+    try:
+        with threadpool_limits(threads):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            yield
+    finally:
+        numba.set_num_threads(before)
+
+
 def run_task(fn: TaskFunc, params: dict[str, Any], threads: int = 1) -> dict[str, Any]:
     """Run one task on `threads` threads (BLAS and Numba pinned; default 1) and return its outcome.
 
@@ -134,15 +150,11 @@ def run_task(fn: TaskFunc, params: dict[str, Any], threads: int = 1) -> dict[str
     JSON (NaN, arrays of objects) is a failure, never a half-written record. KeyboardInterrupt and
     SystemExit propagate (they abort the sweep, they are not results of the task).
     """
-    import numba  # here, not at the top: `sweep status` needs the task declarations, not Numba
-
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
     start = time.perf_counter()
-    before = numba.get_num_threads()
     try:
-        with threadpool_limits(threads):
-            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        with pinned_threads(threads):
             result = fn(params)
         if not isinstance(result, dict):
             raise TypeError(f"task result must be a dict, got {type(result).__name__}")
@@ -150,8 +162,6 @@ def run_task(fn: TaskFunc, params: dict[str, Any], threads: int = 1) -> dict[str
         outcome = {"status": "done", "result": text, "error": None}
     except Exception:
         outcome = {"status": "failed", "result": None, "error": traceback.format_exc()}
-    finally:
-        numba.set_num_threads(before)
     outcome["seconds"] = time.perf_counter() - start
     outcome["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     return outcome
