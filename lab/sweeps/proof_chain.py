@@ -218,7 +218,7 @@ def proof_chain_figure(report: dict[str, Any]) -> Any:
     fig, axes = plt.subplots(rows, COLUMNS, figsize=(4.6 * COLUMNS, 3.8 * rows), squeeze=False)
     for ax, (key, label, rate, exponent) in zip(axes.ravel(), RATE_PANELS, strict=False):
         values = np.array([m[key] for m in metrics], dtype=float)
-        _rate_panel(ax, (d, values), ds, analysis["fits"][key], rate, exponent)
+        _rate_panel(ax, (d, values), ds, analysis["fits"][key], analysis["level"], (rate, exponent))
         ax.set_title(label, fontsize=9)
     for ax in axes.ravel()[len(RATE_PANELS) :]:
         fig.delaxes(ax)
@@ -230,17 +230,18 @@ def proof_chain_figure(report: dict[str, Any]) -> Any:
     return fig
 
 
-def _rate_panel(ax: Any, runs: tuple, ds: Any, fit: dict, rate: str, exponent: float) -> None:
-    """One quantity: runs (d, value), median per d, fitted c·d^slope (the report's), the stated rate
-    through the fit at the least d."""
+def _rate_panel(ax: Any, runs: tuple, ds: Any, fit: dict, level: float, stated: tuple[str, float]) -> None:
+    """One quantity: runs (d, value), median per d, fitted c·d^slope with its interval at `level` (the
+    report's), the stated rate (its text, its exponent) through the fit at the least d."""
     import numpy as np
 
-    slope, (lo, hi), log_c = fit["slope"], fit["interval"], fit["log_c"]
+    (rate, exponent), slope, (lo, hi), log_c = stated, fit["slope"], fit["interval"], fit["log_c"]
     grid = np.geomspace(ds[0], ds[-1], 50)
     ax.scatter(*runs, s=12, color="tab:blue", alpha=0.25, linewidths=0, label="runs")
     ax.plot(ds, fit["median"], "D", color="tab:blue", ms=6, label="median over seeds")
     fitted = np.exp(log_c) * grid**slope
-    ax.plot(grid, fitted, color="tab:orange", lw=1.5, label=f"fit d^{slope:.2f} (95 % [{lo:.2f}, {hi:.2f}])")
+    fit_label = f"fit d^{slope:.2f} ({100 * level:g} % [{lo:.2f}, {hi:.2f}])"
+    ax.plot(grid, fitted, color="tab:orange", lw=1.5, label=fit_label)
     ax.plot(grid, fitted[0] * (grid / grid[0]) ** exponent, "k--", lw=1, label=f"stated: {rate}")
     ax.set_xscale("log")
     ax.set_yscale("log")
