@@ -17,11 +17,36 @@ from lab.core.errors import InputError
 
 DEFAULT_LEVEL = 0.99
 
-__all__ = ["DEFAULT_LEVEL", "clopper_pearson", "hoeffding", "normal_mean", "power_law_fit"]
+METHODS = ("Clopper–Pearson", "Hoeffding", "normal (t)", "chi-square", "t (fitted slope)", "exact")
+
+__all__ = [
+    "DEFAULT_LEVEL",
+    "METHODS",
+    "clopper_pearson",
+    "hoeffding",
+    "interval_basis",
+    "normal_mean",
+    "power_law_fit",
+]
 
 
 def _check_level(level: float) -> float:
     return validate.real(level, "level", low=0.0, high=1.0, low_open=True, high_open=True)
+
+
+def interval_basis(method: str, level: float, n: int, of: str = "samples") -> dict[str, object]:
+    """How a record's interval was made, stored as its `extra["interval"]` so pages print it, never type it.
+
+    method one of METHODS; level in (0, 1) (a Bonferroni-corrected level as used); n >= 1 the sample size
+    the interval rests on, counted in units `of` ("samples", "runs", "pairs", ...).
+    """
+    if method not in METHODS:
+        raise InputError(f"method must be one of {METHODS}, got {method!r}")
+    _check_level(level)
+    n = validate.integer(n, "n", low=1)
+    if not isinstance(of, str) or not of:
+        raise InputError(f"of must be a non-empty unit name such as 'samples', got {of!r}")
+    return {"method": method, "level": float(level), "n": n, "of": of}
 
 
 def clopper_pearson(successes: int, trials: int, level: float = DEFAULT_LEVEL) -> tuple[float, float]:

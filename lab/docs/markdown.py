@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lab.core.descriptions import GRADES
+from lab.core.schema import ResultsError
 
 OUTCOME_ORDER = (
     "pass",
@@ -64,6 +65,22 @@ def bound(threshold: float, comparison: str, unit: str) -> str:
 def interval(ci: Sequence[float] | None, digits: int = 3) -> str:
     """A confidence interval `[low, high]` (`-` for none)."""
     return "-" if ci is None else f"[{num(ci[0], digits)}, {num(ci[1], digits)}]"
+
+
+def basis(r: dict[str, Any], part: str = "all") -> str:
+    """A record's interval basis, from its `extra["interval"]` (`lab.core.stats.interval_basis`): part
+    "all" gives `99 % Clopper–Pearson, n = 20000 samples`; "level" `99 %`; "method"; "n" `20000`; "size"
+    `n = 20000 samples`. A record without one stops the render: a level or a size is never typed."""
+    found = (r.get("extra") or {}).get("interval")
+    where = f"record {r.get('claim')}/{r.get('key')}"
+    if not isinstance(found, dict):
+        raise ResultsError(f"{where} has no extra.interval to print its level and size from")
+    level, size = f"{num(100 * found['level'], 4)} %", f"n = {found['n']} {found['of']}"
+    parts = {"all": f"{level} {found['method']}, {size}", "level": level, "method": found["method"]}
+    parts |= {"n": str(found["n"]), "size": size}
+    if part not in parts:
+        raise ResultsError(f"basis: part must be one of {sorted(parts)}, got {part!r}")
+    return parts[part]
 
 
 def row(values: Sequence[Any]) -> str:
