@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from lab.core import registry
-from lab.core.errors import InputError
+from lab.core.errors import InputError, interrupted
 
 EPILOG = """examples:
   python -m lab verify                      every claim at the quick tier
@@ -64,17 +64,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 EXIT_OK, EXIT_CLAIM_FAILED, EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 # every command's line: what was written stays; replicate and sweep resume, verify starts over
 INTERRUPTED = "interrupted; files already written are kept (replicate and sweep resume from their runs)"
-
-
-def interrupted(exc: BaseException) -> bool:
-    """Whether Ctrl-C caused `exc` (Numba's parallel regions re-raise it as a SystemError)."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 def _say(message: str) -> None:

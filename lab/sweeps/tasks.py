@@ -26,7 +26,7 @@ from typing import Any
 from threadpoolctl import threadpool_limits
 
 from lab.core import registry
-from lab.core.errors import InputError
+from lab.core.errors import InputError, interrupted
 from lab.core.records import jsonable
 from lab.core.registry import Declaration, declare
 
@@ -148,7 +148,8 @@ def run_task(fn: TaskFunc, params: dict[str, Any], threads: int = 1) -> dict[str
     The outcome is `{"status": "done", "result": JSON text, ...}` or `{"status": "failed",
     "error": traceback, ...}`: an exception, a result that is not a dict, or a result that is not
     JSON (NaN, arrays of objects) is a failure, never a half-written record. KeyboardInterrupt and
-    SystemExit propagate (they abort the sweep, they are not results of the task).
+    SystemExit propagate (they abort the sweep, they are not results of the task), and so does Ctrl-C
+    that reaches the task disguised as another exception (`lab.core.errors.interrupted`).
     """
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
@@ -160,7 +161,9 @@ def run_task(fn: TaskFunc, params: dict[str, Any], threads: int = 1) -> dict[str
             raise TypeError(f"task result must be a dict, got {type(result).__name__}")
         text = json.dumps(jsonable(result, "result"), allow_nan=False)
         outcome = {"status": "done", "result": text, "error": None}
-    except Exception:
+    except Exception as exc:
+        if interrupted(exc):
+            raise KeyboardInterrupt from exc
         outcome = {"status": "failed", "result": None, "error": traceback.format_exc()}
     outcome["seconds"] = time.perf_counter() - start
     outcome["worker"] = f"{socket.gethostname()}:{os.getpid()}"
