@@ -37,19 +37,23 @@ class BenchTarget:
     measure: str  # a key of the benchmark's "measures" in the summary, or "min_ms"
     comparison: str  # a key of COMPARISONS
     threshold: float
-    unit: str  # "%" for a fraction, "ms" for a time
+    unit: str  # "%" for a fraction, "ms" for a time, "×" for a multiple of `per`
     description: str
     context: tuple[Context, ...] = ()
+    per: str | None = None  # a measure the value is divided by: the target is then a multiple of it
 
     def matches(self, bench_name: str) -> bool:
         """Whether a benchmark's name fits the pattern."""
         return re.fullmatch(".*".join(map(re.escape, self.pattern.split("*"))), bench_name) is not None
 
     def measured(self, bench: dict[str, Any]) -> float | None:
-        """The benchmark's value of the measure in a summary (None when the summary lacks it)."""
-        return (
-            bench.get("min_ms") if self.measure == "min_ms" else bench.get("measures", {}).get(self.measure)
-        )
+        """The benchmark's value of the measure in a summary, ÷ the measure `per` where one is named (None
+        when the summary lacks either)."""
+        found = bench.get("measures", {})
+        value = bench.get("min_ms") if self.measure == "min_ms" else found.get(self.measure)
+        if self.per is None or value is None:
+            return value
+        return None if not found.get(self.per) else value / found[self.per]
 
     def status(self, value: float | None) -> str:
         """Met or not met by a measured value; not measured without one."""
@@ -65,6 +69,7 @@ class BenchTarget:
             "name": self.name,
             "description": self.description,
             "measure": self.measure,
+            "per": self.per,
             "comparison": self.comparison,
             "threshold": self.threshold,
             "unit": self.unit,
