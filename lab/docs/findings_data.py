@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from lab.chen2022.data import setting
 from lab.chen2022.sweep_studies import gd_rate_study, sigma0_rows
 from lab.chen2022.tables import TARGETS
 from lab.core import registry
@@ -23,7 +24,7 @@ from lab.docs.evidence import (
     replication_evidence,
     verify_missing,
 )
-from lab.docs.markdown import evidence, finding, table
+from lab.docs.markdown import evidence, finding, law, table
 from lab.docs.replications_page import command
 from lab.docs.results import Replication, Results, ResultsError, record_by_key
 from lab.docs.templating import ENVIRONMENT, render
@@ -151,9 +152,19 @@ class _Reader:
             "math": math,
             "table": table,
             "paper_accuracy": paper_accuracy,
+            "setting_law": setting_law,
             "default_level": DEFAULT_LEVEL,
             "verify_missing": verify_missing,
         }
+
+
+def setting_law(number: int) -> str:
+    """The data law of App. A.2's setting `number` as the lab defines it (`lab.chen2022.data.SETTINGS`)."""
+    config = setting(number)
+    ranges = {
+        name: [getattr(config, name).low, getattr(config, name).high] for name in ("alpha", "gamma", "beta")
+    }
+    return law({**ranges, "sigma_p": config.sigma_p})
 
 
 def paper_accuracy(target: str, setting: int, **params: Any) -> float:

@@ -83,6 +83,19 @@ def basis(r: dict[str, Any], part: str = "all") -> str:
     return parts[part]
 
 
+def law(params: dict[str, Any]) -> str:
+    """The data law a record ran on, from its own params (Def. 3.1's α, γ, β ranges as [low, high] and
+    σ_p): `α ~ U(1, 2), γ ~ U(1, 2), β ~ U(1, 2), σ_p = 1`. Params without α and γ stop the render."""
+    if not all(isinstance(params.get(name), list) for name in ("alpha", "gamma")):
+        raise ResultsError(f"law: the params name no α and γ ranges: {sorted(params)}")
+    parts = [
+        f"{symbol} ~ U({num(params[name][0])}, {num(params[name][1])})"
+        for symbol, name in (("α", "alpha"), ("γ", "gamma"), ("β", "beta"))
+        if isinstance(params.get(name), list)
+    ]
+    return ", ".join(parts + ([f"σ_p = {num(params['sigma_p'])}"] if "sigma_p" in params else []))
+
+
 def row(values: Sequence[Any]) -> str:
     """One line of a Markdown table, each cell's text made safe in it: pipes escaped, one line."""
     cells = (str(v).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ") for v in values)

@@ -28,3 +28,12 @@ def test_interval_basis_refuses_bad_input_naming_the_parameter(args, name):
 def test_a_record_without_a_basis_stops_the_render():
     with pytest.raises(ResultsError, match="B2/k has no extra.interval"):
         basis({"claim": "B2", "key": "k", "extra": {}})
+
+
+def test_a_records_law_is_printed_from_its_params():
+    from lab.docs.markdown import law
+
+    params = {"alpha": [1.0, 2.0], "gamma": [0.5, 3.0], "beta": [1.0, 2.0], "sigma_p": 1.0, "n": 10}
+    assert law(params) == "α ~ U(1, 2), γ ~ U(0.5, 3), β ~ U(1, 2), σ_p = 1"
+    with pytest.raises(ResultsError, match="no α and γ"):
+        law({"law": "α ~ U(1, 2)"})

@@ -149,6 +149,7 @@ def test_b2_negative_control_disjoint_strengths_beat_the_floor(config, low_range
         error_floor.check_error_floor,
         error_floor.check_floor_attainment,
         error_floor.check_partial_overlap,
+        error_floor.check_patch_optimum,
     ],
 )
 def test_registered_checks_are_all_as_expected(entry):
@@ -167,3 +168,16 @@ def test_b1_product_of_a_saturated_f_also_satisfies_the_identity():
     f = random_cnn(np.random.default_rng(233), signals, 1, "gelu", 1.0, 2.0)
     orb = orbit(sample(config, signals, 200, rng), signals, rng)
     assert orbit_residual(PatchProduct(f), orb).max() <= summation_allowance(config.P)
+
+
+def test_b2_the_exact_optimum_check_fails_when_the_floor_it_is_held_to_is_wrong(monkeypatch):
+    """A mutated floor (ω/8 doubled) must turn both optimum premises into failures."""
+    real = error_floor.optimum
+
+    def doubled(alpha, gamma, K):
+        found = real(alpha, gamma, K=K)
+        return type(found)(found.error, 2 * found.floor, found.at_bound, found.outcomes)
+
+    monkeypatch.setattr(error_floor, "optimum", doubled)
+    records = {r.key: r for r in error_floor.check_patch_optimum(0, "quick")}
+    assert records["optimum-above-floor"].outcome == "FAIL"
