@@ -7,7 +7,6 @@ mutated routers and the round-off allowance are those of `checks.chen2022.routin
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ from checks.chen2022.routing_smoothness import (
 )
 from lab.chen2022.data import make_signals, sample, setting
 from lab.chen2022.model import MoEParams, init_params, perturbed_loss_gradients, router_logits
+from lab.chen2022.proof_monitors import exploration_end
 from lab.chen2022.routing import routing_probabilities
 from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, upper_bound_record
@@ -73,13 +73,14 @@ def verify_exploration(seed: int, tier: str) -> list[Record]:
     steps, n = (40, 200) if tier == "quick" else (400, 1000)
     history = exploration_run(seed, steps, n)
     M, sigma0, eta = EXPLORATION["M"], EXPLORATION["sigma0"], EXPLORATION["eta"]
-    T1 = math.floor(sigma0**0.5 / eta)  # end of the exploration stage (Sec. 5)
+    T1 = exploration_end(sigma0, eta)  # end of the exploration stage (App. E.1)
     params = {
         "steps": steps,
         "n": n,
         **EXPLORATION,
         "eta_r": M**2 * eta,
         "setting": 1,
+        "d": setting(1).d,
         "noise": repr(PAPER_NOISE),
     }
     stage = {

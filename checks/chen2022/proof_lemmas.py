@@ -20,12 +20,12 @@ from checks.chen2022.substrate import with_unscaled_noise
 from lab.chen2022 import data
 from lab.chen2022.data_views import centre_router_input, noise_patches
 from lab.chen2022.metrics import UNIFORM_ROUTING
-from lab.chen2022.proof_monitors import monitored_run, theorem_config
+from lab.chen2022.proof_monitors import exploration_end, monitored_run, theorem_config
 from lab.chen2022.routing import Uniform, routing_probabilities
 from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, lower_bound_record, upper_bound_record
 from lab.core.registry import register
-from lab.core.stats import clopper_pearson
+from lab.core.stats import clopper_pearson, interval_basis
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
 FINDINGS = load_findings(Path(__file__).with_suffix(".findings.toml"))  # where the paper and the lab part
@@ -433,14 +433,14 @@ def verify_f2(seed: int, tier: str) -> list[Record]:
 @register(CLAIM, name="checks.proof_lemmas.verify_lemma_5_2", training_kernels=True)
 def verify_lemma_5_2(seed: int, tier: str) -> list[Record]:
     """Lemma 5.2: at T1 every m ∈ M_k errs ≤ 1/d on Ω_k, as a rate over runs under Thm 4.2's conditions."""
-    d, runs = 50, 5 if tier == "quick" else 20
+    d, runs = 50, 8 if tier == "quick" else 20  # 8: the fewest runs whose interval can pass or fail
     cfg = theorem_config(d)
-    T1 = math.floor(cfg.sigma0**0.5 / cfg.eta)
+    T1 = exploration_end(cfg.sigma0, cfg.eta)
     cfg = dataclasses.replace(cfg, steps=T1 + 1, record_every=T1 + 1)
     errors = [monitored_run(d, seed + r, cfg=cfg)["expert_error_T1"] for r in range(runs)]
     untrained = [  # one step: the errors are measured at t = min(T1, steps − 1) = 0, i.e. at W⁽⁰⁾
         monitored_run(d, seed + r, cfg=dataclasses.replace(cfg, steps=1, record_every=1))["expert_error_T1"]
-        for r in range(min(runs, 3))
+        for r in range(8)
     ]
     params = {
         "d": d,
@@ -470,9 +470,12 @@ def verify_lemma_5_2(seed: int, tier: str) -> list[Record]:
             measured=measured,
             bound=0.5,
             ci=ci,
-            extra={"worst_expert_error_T1": errors},
-            finding="at d = 50 no run has its experts accurate at T1; E.3's σ0^1.5 margin fails there "
-            "(findings: the d study)",
+            extra={
+                "worst_expert_error_T1": errors,
+                "smallest_worst_error": min(errors),  # any o(1) reading below it gives the same rate
+                "interval": interval_basis("Clopper–Pearson", LEVEL, runs, of="runs"),
+            },
+            finding="o(1) read as 1/d (a lab choice); decided only where the interval excludes the bound",
         ),
         lower_bound_record(
             claim=CLAIM,
@@ -483,6 +486,9 @@ def verify_lemma_5_2(seed: int, tier: str) -> list[Record]:
             measured=bad,
             bound=0.5,
             ci=bad_ci,
-            extra={"worst_expert_error_T1": untrained},
+            extra={
+                "worst_expert_error_T1": untrained,
+                "interval": interval_basis("Clopper–Pearson", LEVEL, len(untrained), of="runs"),
+            },
         ),
     ]

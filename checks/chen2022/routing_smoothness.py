@@ -25,7 +25,13 @@ from checks.search import hypothesis_maximum
 from checks.strategies.routing import gate_pairs, gate_vectors, tie_pairs, tie_vectors
 from lab.chen2022.routing import Gaussian, Gumbel, Noise, Uniform, routing_frequencies, routing_probabilities
 from lab.chen2022.routing_exact import uniform_routing
-from lab.chen2022.routing_tightness import exact_constant, local_constant, proven_constant, search_constant
+from lab.chen2022.routing_tightness import (
+    exact_constant,
+    local_constant,
+    proven_constant,
+    search_constant,
+    swap_worst_start,
+)
 from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, upper_bound_record
 from lab.core.registry import register
@@ -243,7 +249,8 @@ def verify_swap(seed: int, tier: str) -> list[Record]:
             gate_vectors(scale=noise.spread),
             examples,
             seed + i,
-            tie_vectors(noise.spread),
+            # the uniform family also starts at its derived M = 2 worst case (a near tie, share → 0.5)
+            tie_vectors(noise.spread) + ([swap_worst_start(noise)] if isinstance(noise, Uniform) else []),
         )
         sharp[noise.name] = best["sharp"][0]
         value, worst = best["paper"]
@@ -256,7 +263,9 @@ def verify_swap(seed: int, tier: str) -> list[Record]:
                 params={"noise": repr(noise), "kappa": noise.kappa, "examples": examples},
                 measured=value,
                 bound=1.0,
-                note="measured = max |p_m − p_m'| / (κM²|h_m − h_m'| + round-off) over Hypothesis h",
+                note="measured = max |p_m − p_m'| / (κM²|h_m − h_m'| + round-off) over Hypothesis h"
+                " and pinned starts (ties; for uniform noise also the derived M = 2 worst case"
+                " h = (gap·spread, 0), gap → 0+)",
                 extra={"worst": _example(worst), "round_off": ROUND_OFF},
             )
         )

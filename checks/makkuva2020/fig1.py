@@ -16,7 +16,7 @@ from checks.makkuva2020.assumptions import ASSUMPTIONS, EPS_REC, LEVEL, one_blas
 from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, lower_bound_record
 from lab.core.registry import register
-from lab.core.stats import clopper_pearson, normal_mean
+from lab.core.stats import clopper_pearson, interval_basis, normal_mean
 from lab.makkuva2020 import fig1_experiment
 from lab.makkuva2020.fit import contraction_factor, gating_error, projected_gd_l_log, regression_error
 from lab.makkuva2020.gated_regression import GaussianInput, gate_fisher_information, paper_model, sample
@@ -65,7 +65,7 @@ def _d3_records(run, config, params, rng) -> list[Record]:
     model = paper_model(config.k, config.d, config.sigma)
     errors = np.linalg.norm(run.log_path - run.W_target, axis=2).max(axis=1)
     plateau = _plateau(errors)
-    fit = contraction_factor(errors, floor=2.0 * plateau)
+    fit = contraction_factor(errors, floor=2.0 * plateau, level=LEVEL)
     held = sample(model, GaussianInput(config.d), 100_000, rng)
     h = np.linalg.eigvalsh(l_log_hessian(run.W_target, run.A_hat, held.x, held.y, config.sigma))
     rho_pred = float(np.max(np.abs(1.0 - config.log_lr * h)))
@@ -106,6 +106,7 @@ def _d3_records(run, config, params, rng) -> list[Record]:
             "W_target_norms": target_norms,
             "paper_R_1_covers_target": bool(np.all(target_norms <= 1.0)),
             "error_curve": errors,
+            "interval": interval_basis("t (fitted slope)", LEVEL, fit.t_stop, of="steps of the decay phase"),
         },
         note=f"rho {fit.rho:.3f} fitted over {fit.t_stop} steps vs max|1 - alpha h| = {rho_pred:.3f} at W*",
     )
@@ -187,6 +188,10 @@ def _witness_record(runs, baseline: str, **fields) -> Record:
         bound=0.0,
         ci=clopper_pearson(sum(found), len(runs), LEVEL),
         strict=True,
+        extra={
+            **fields.pop("extra", {}),
+            "interval": interval_basis("Clopper–Pearson", LEVEL, len(runs), of="inits"),
+        },
         **fields,
     )
 

@@ -18,7 +18,7 @@ from checks.makkuva2020.rates import rate_record, run_instances
 from lab.core.descriptions import load_claims, load_findings
 from lab.core.records import Record, report_record, upper_bound_record
 from lab.core.registry import register
-from lab.core.stats import clopper_pearson, normal_mean
+from lab.core.stats import clopper_pearson, interval_basis, normal_mean
 from lab.makkuva2020.fit import gd_population_l4, init_params, regression_error, sgd_l4
 from lab.makkuva2020.gated_regression import (
     GatedRegression,
@@ -71,6 +71,8 @@ def _gap_record(key, kind, statement, params, gaps, rate_ok: bool | None = None,
     """0 ∈ the 99% CI of mean(L̂4 − eq. 7) ⇔ eq. (7) holds at this n; with `rate_ok` (−1/2 in the
     rate's CI) both must hold, and the record is judged by that pair (RATE_REASON)."""
     lo, hi = normal_mean(gaps, LEVEL)
+    basis = interval_basis("normal (t)", LEVEL, np.size(gaps), of="repetitions")
+    fields["extra"] = {**fields.pop("extra", {}), "interval": basis}
     return Record(
         claim="D1",
         key=key,
@@ -333,7 +335,11 @@ def check_d2(seed: int, tier: str) -> list[Record]:
             rule="judged",
             reason=SOSP_REASON,
             note="CI: Clopper-Pearson for the rate of spurious SOSPs among those found",
-            extra={"per_k": per_k, "sosp_found": sosp},
+            extra={
+                "per_k": per_k,
+                "sosp_found": sosp,
+                "interval": interval_basis("Clopper–Pearson", LEVEL, max(sosp, 1), of="SOSPs"),
+            },
         )
     ]
     sgd = _sgd_runs(REG, sgd_runs, steps, rng)
@@ -354,6 +360,7 @@ def check_d2(seed: int, tier: str) -> list[Record]:
             },
             outcomes=[r["recovered"] for r in sgd],
             planned=2 * sgd_runs,
+            unit="runs",
             extra={"runs": sgd, "max_e_reg": max(r["e_reg"] for r in sgd)},
             note="grad / lam_min: population eq. (7) at the SGD end point; the same L4 stage as Fig. 1's "
             "(k = 3), where one quick-tier run in 60 ended at E_reg 0.052 (seed 4)",
@@ -377,6 +384,7 @@ def check_d2(seed: int, tier: str) -> list[Record]:
             extra={
                 "per_k": info,
                 "mu_minus_half": {"spurious_sosp": mild[0], "sosp": mild[1], "per_k": mild[2]},
+                "interval": interval_basis("Clopper–Pearson", LEVEL, max(found, 1), of="SOSPs"),
             },
             note="mu = -0.5 (also the wrong sign) finds no spurious SOSP: the sparse rows still win for "
             "|mu| < 1 (k = 2: spread rows cost 2 + 2|mu| vs 4|mu|), so the sign alone is not the condition",
@@ -436,17 +444,23 @@ def _finite_sample_unbounded(rng, n) -> Record:
             "lhat_far_minus_lhat_glob": sample_l4(A_far, s.x, s.y, tr, REG) - at_glob,
         }
     negative = int(np.sum(a < 0))
+    extra |= {
+        "negative_directions": negative,
+        "interval": interval_basis("Clopper–Pearson", LEVEL, len(V), of="directions"),
+    }
     return report_record(
         claim="D2",
         key="sample-bounded-below",
         statement="scope of Thm 2: fraction of directions v ⊥ span(A*) along which the sample L4 (eq. 6) "
         "has a negative quartic coefficient (unbounded below there)",
         category="scope",
-        params={**ASSUMPTIONS, "n": n, "directions": 64},
+        params={**ASSUMPTIONS, "n": n, "directions": len(V)},
         measured=negative / len(V),
+        ci=clopper_pearson(negative, len(V), LEVEL),
         extra=extra,
         note="Thm 2 states that the sample loss inherits Thm 1's landscape (approximate SOSPs lie near a "
         "global minimum), not that it is bounded below: outside span(A*) the quartic coefficient "
         "-mu*mean(Q4 t2) + lam*mean(Q2 t3)^2 is a zero-mean O(n^-1/2) fluctuation (eq. (7) has 0 there), "
-        "so global statements about the sample loss need a bounded domain",
+        "so global statements about the sample loss need a bounded domain; CI: Clopper-Pearson for the share "
+        "of directions v ⊥ span(A*) with a < 0, given this one sample",
     )

@@ -6,7 +6,8 @@ C2  The smooth load estimator P(x, i) equals the probability, over ξ_i alone, t
     in the top k (Monte Carlo resampling ξ_i only, Clopper–Pearson CIs). Also: noisy top-1 with
     constant noise scale s is Lemma C.1's Gaussian family, P(argmax = m) = Φ(Δh/(s√2)) for M = 2.
 C3  The analytic gradients of L_importance and L_load w.r.t. W_g and W_noise equal complex-step
-    derivatives.
+    derivatives; at top-1 L_importance has zero gradient with Shazeer's G and a non-zero one on the
+    softmax gate π of the kept expert (Switch, Chen et al.).
 
 Each registered check returns premise records and negative controls (mutated gate, the plain
 k-th largest in place of kth_excluding, the threshold treated as a constant in the gradient,
@@ -28,7 +29,7 @@ from hypothesis.errors import NoSuchExample
 from hypothesis.extra.numpy import arrays
 
 from lab.core.descriptions import load_claims, load_findings
-from lab.core.records import Record, upper_bound_record
+from lab.core.records import Record, lower_bound_record, upper_bound_record
 from lab.core.registry import register
 from lab.core.stats import clopper_pearson
 from lab.kernels import gating as kernels
@@ -419,9 +420,54 @@ def check_gradient(name: str, loss_fn, kind: str, key: str, problem, directions:
     )
 
 
+def directional_derivatives(loss_fn, problem, k: int, directions: int, rng) -> np.ndarray:
+    """Complex-step ∂L/∂W_g along `directions` random V of unit Frobenius norm (no analytic gradient)."""
+    x, W_g, W_noise, xi, _ = problem
+    found = []
+    for _ in range(directions):
+        V = rng.normal(size=W_g.shape)
+        V /= np.linalg.norm(V)
+        found.append(np.imag(loss_fn(x, W_g + 1j * COMPLEX_STEP * V, W_noise, xi, k).loss) / COMPLEX_STEP)
+    return np.array(found)
+
+
+def top1_gradient_record(name: str, loss_fn, kind: str, key: str, problem, directions: int, rng) -> Record:
+    """C3 at k = 1: the largest |∂L/∂W_g · V| over random unit V must exceed a round-off allowance.
+
+    Complex step has no cancellation, so a zero gradient gives exactly 0; the allowance, 1000 ulps of
+    ‖x‖_F (the size of ∂H/∂W_g along a unit V; w = 1), only guards rounding."""
+    x, W_g, W_noise, xi, _ = problem
+    derivatives = np.abs(directional_derivatives(loss_fn, problem, 1, directions, rng))
+    result = loss_fn(x, W_g, W_noise, xi, 1)
+    return lower_bound_record(
+        claim="C3",
+        key=key,
+        statement=f"{name}, top-1 (k = 1): ∇ w.r.t. W_g is non-zero (complex step along random directions)",
+        kind=kind,
+        params={
+            "n": x.shape[0],
+            "d": x.shape[1],
+            "M": W_g.shape[1],
+            "k": 1,
+            "w": 1.0,
+            "directions": directions,
+            "h": COMPLEX_STEP,
+            "allowance": "1000 ulps of ‖x‖_F (unit ‖V‖_F)",
+        },
+        measured=float(derivatives.max()),
+        bound=GRADIENT_TOL * float(np.linalg.norm(x)),
+        strict=True,
+        note="measured = max over V of |Im L(W_g + ihV)/h|, ‖V‖_F = 1; extra: the analytic ‖∇_{W_g} L‖_F",
+        extra={"loss": float(result.loss), "analytic_grad_W_g_norm": float(np.linalg.norm(result.grad_W_g))},
+    )
+
+
 @register("C3", name="checks.noisy_topk.verify_balancing_gradients")
 def verify_balancing_gradients(seed: int, tier: str) -> list[Record]:
-    """C3 for L_importance and L_load; negative control: the load gradient without the threshold path."""
+    """C3 for L_importance and L_load; negative control: the load gradient without the threshold path.
+
+    At k = 1 also: L_importance on the softmax gate π of the kept expert (Switch; Chen et al. Sec. 3.2)
+    has a non-zero gradient, and Shazeer's G (one-hot at k = 1), the control, has none."""
     rng = np.random.default_rng(seed)
     n, d, M, k = (64, 5, 8, 2) if tier == "quick" else (512, 7, 16, 3)
     directions = 4 if tier == "quick" else 16
@@ -450,6 +496,24 @@ def verify_balancing_gradients(seed: int, tier: str) -> list[Record]:
             load_loss_without_threshold_path,
             "negative-control",
             "control-load-without-threshold-path",
+            problem,
+            directions,
+            rng,
+        ),
+        top1_gradient_record(
+            "L_importance on the softmax gate π of the kept expert (Switch; Chen et al. Sec. 3.2)",
+            gating.softmax_gate_importance_loss_and_gradients,
+            "premise",
+            "importance-top1-softmax-gate",
+            problem,
+            directions,
+            rng,
+        ),
+        top1_gradient_record(
+            "control: L_importance on Shazeer's G = Softmax(KeepTopK(H, 1)), one-hot",
+            gating.importance_loss_and_gradients,
+            "negative-control",
+            "control-importance-top1-shazeer-gate",
             problem,
             directions,
             rng,

@@ -57,9 +57,16 @@ class DiscreteLaw:
         return dict(zip(self.values, self.weights, strict=True)).get(value, 0.0)
 
 
+def _laws(alpha: object, gamma: object) -> None:
+    for name, law in (("alpha", alpha), ("gamma", gamma)):
+        if not isinstance(law, DiscreteLaw):
+            raise TypeError(f"{name} must be a DiscreteLaw, got {type(law).__name__}")
+
+
 def symmetric_mass(alpha: DiscreteLaw, gamma: DiscreteLaw) -> float:
     """ω: the mass of the largest part of the law of (α, γ) invariant under α ↔ γ (App. B's orbit argument),
     Σ_{a, g} min(p_α(a) p_γ(g), p_α(g) p_γ(a))."""
+    _laws(alpha, gamma)
     support = sorted(set(alpha.values) | set(gamma.values))
     return float(
         sum(
@@ -71,8 +78,9 @@ def symmetric_mass(alpha: DiscreteLaw, gamma: DiscreteLaw) -> float:
 
 @dataclass(frozen=True)
 class Optimum:
-    """The program's answer: the error of the table it found (computed from the table), ω/8, and whether the table found touches BOUND (which matters
-    only where the error lies above ω/8, a proven floor: there a larger BOUND might do better)."""
+    """The program's answer: the error of the table it found (computed from the table), ω/8, and whether
+    that table touches BOUND (which matters only where the error lies above ω/8, a proven floor: there
+    a larger BOUND might do better)."""
 
     error: float
     floor: float  # ω/8
@@ -87,8 +95,7 @@ class Optimum:
 
 def optimum(alpha: DiscreteLaw, gamma: DiscreteLaw, K: int = 2, beta: float = 1.0) -> Optimum:
     """min over patch-additive F of P(yF ≤ 0) under Def. 3.1 with α ~ `alpha`, γ ~ `gamma`, K ≥ 2 clusters."""
-    if not isinstance(alpha, DiscreteLaw) or not isinstance(gamma, DiscreteLaw):
-        raise TypeError("alpha and gamma must be DiscreteLaw")
+    _laws(alpha, gamma)
     K = validate.integer(K, "K", low=2, high=6)
     validate.real(beta, "beta", low=0.0, low_open=True)
     support = sorted(set(alpha.values) | set(gamma.values))

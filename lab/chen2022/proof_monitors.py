@@ -35,6 +35,16 @@ ROUTED_SHARE = 0.98  # Thm 4.2's "router sends Ω_k to M_k", read as the lab's B
 ROUND_OFF = 1e-9  # E.1's sum is 0 up to round-off, relative to the router's norm
 
 
+def exploration_end(sigma0: float, eta: float) -> int:
+    """End of the exploration stage, T1 = ⌊η⁻¹σ0^0.5⌋ (App. E.1)."""
+    return math.floor(sigma0**0.5 / eta)
+
+
+def router_learning_end(eta: float, M: int) -> int:
+    """End of the router-learning stage, T2 = ⌊η⁻¹M⁻²⌋ (App. E.2)."""
+    return math.floor(1.0 / (eta * M**2))
+
+
 @dataclass(frozen=True)
 class ProofSchedule:
     """The proof's stages for (d, M, η): exploration t ≤ T1, router learning T1 < t ≤ T2 (App. E)."""
@@ -47,12 +57,12 @@ class ProofSchedule:
     @property
     def T1(self) -> int:
         """End of exploration, T1 = ⌊η⁻¹σ0^0.5⌋ (App. E.1)."""
-        return math.floor(self.sigma0**0.5 / self.eta)
+        return exploration_end(self.sigma0, self.eta)
 
     @property
     def T2(self) -> int:
         """End of router learning, T2 = ⌊η⁻¹M⁻²⌋ (App. E.2)."""
-        return math.floor(1.0 / (self.eta * self.M**2))
+        return router_learning_end(self.eta, self.M)
 
     @property
     def second_stage_exists(self) -> bool:

@@ -48,6 +48,7 @@ from scipy import optimize
 
 from lab.chen2022.routing import Gaussian, Gumbel, Noise, Uniform, routing_jacobian
 from lab.chen2022.routing_exact import gaussian_self_sensitivity
+from lab.core import validate
 
 BOX = 8.0  # competitors are searched in [−BOX, BOX] noise scales around h_0 = 0
 
@@ -152,3 +153,12 @@ def search_constant(noise: Noise, M: int, starts: int = 8, seed: int = 0) -> Con
             best_value, best_x = -res.fun, np.r_[0.0, res.x]
     h = best_x * scale
     return ConstantSearch(noise.name, M, noise.kappa, float(local_constant(h, noise)), h, starts, evaluations)
+
+
+def swap_worst_start(noise: Noise, gap: float = 1e-4) -> np.ndarray:
+    """Lemma C.3's worst case at M = 2: h = (gap·spread, 0); |p_0 − p_1|/|h_0 − h_1| → 2∫f² as gap → 0+.
+
+    For Unif[0, 1] noise ∫f² = κ = 1, so the ratio to κM² = 4κ tends to 2κ/4κ = 0.5 (the proven constant 2κ).
+    """
+    gap = validate.real(gap, "gap", low=0.0, high=0.5, low_open=True)
+    return np.array([gap * noise.spread, 0.0])

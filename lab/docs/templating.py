@@ -32,8 +32,8 @@ ENVIRONMENT.filters.update(
     in_unit=markdown.in_unit,  # `{{ value | in_unit("%") }}`: a fraction as a percentage, else the unit
     bound=markdown.bound,  # `{{ threshold | bound("≤", "%") }}`: a target's comparison and threshold
     interval=markdown.interval,
-    basis=markdown.basis,
-    law=markdown.law,  # `{{ r.params | law }}`: the data law a record ran on, from its params  # `{{ r | basis }}`: the record's stored interval level, method and n
+    basis=markdown.basis,  # `{{ r | basis }}`: the record's stored interval level, method and n
+    law=markdown.law,  # `{{ r.params | law }}`: the data law a record ran on, from its params
     code=markdown.code,
     anchor=markdown.anchor,
     row=markdown.row,  # one line of a table: `{{ [a, b, c] | row }}`

@@ -10,6 +10,9 @@ The paper's objects, for a batch x (n, d) and M experts:
     load estimator P(x, i) = Φ((c_i − kth_excluding(H, k, i)) / s_i)
     losses         L_importance = w·CV(Σ_x G(x))²,  L_load = w·CV(Σ_x P(x, ·))²
 
+For comparison, `softmax_gate_importance_loss` builds Importance on the gate value Switch routing and
+Chen et al. (Sec. 3.2) use, π_m(x) = Softmax(H(x))_m over all M experts on the kept experts only.
+
 Tie rule. KeepTopK keeps exactly k experts per row: the experts ordered by decreasing H, equal
 values by increasing index (the lowest index wins a tie, like `np.argmax` and
 `lab.chen2022.model.noisy_routes`), and the first k of that order are kept. kth_excluding(H, k, i) is
@@ -31,11 +34,11 @@ Inputs. Every public function checks its arguments once (`lab.core.validate`, or
 arrays of numbers with M >= 1 experts along the last axis, finite (NaN or inf is refused, never
 propagated), of matching shapes, k an integer in [1, M], w a finite number. The losses and their
 parts (`noisy_logits`, `smooth_load`, `cv_squared`, `cv_squared_gradient`, `importance`,
-`importance_loss`, `load_loss`, `router_gradients`, `*_and_gradients`) accept complex input
-(selections use real parts), so gradients can be checked by complex step. The selections and the
-gate itself (`decreasing_order`, `top_k_mask`, `top_k_gates`, `kth_excluding`,
-`noisy_top_k_gating`) are real only: a complex logit is a TypeError, as is a bool or string array.
-The scalar functions (`softplus`, `logistic`, `normal_cdf`, `normal_pdf`) are elementwise: only
+`importance_loss`, `softmax_gate_importance_loss`, `load_loss`, `router_gradients`,
+`*_and_gradients`) accept complex input (selections use real parts), so gradients can be checked
+by complex step. The selections and the gate itself (`decreasing_order`, `top_k_mask`, `top_k_gates`,
+`kth_excluding`, `noisy_top_k_gating`) are real only: a complex logit is a TypeError, as is a bool or
+string array. The scalar functions (`softplus`, `logistic`, `normal_cdf`, `normal_pdf`) are elementwise: only
 the dtype is checked, and a NaN entry gives NaN there, as in NumPy. Internal callers use the
 unchecked `_` implementations, so nothing is checked twice.
 
@@ -87,6 +90,8 @@ __all__ = [
     "normal_pdf",
     "router_gradients",
     "smooth_load",
+    "softmax_gate_importance_loss",
+    "softmax_gate_importance_loss_and_gradients",
     "softplus",
     "top_k_gates",
     "top_k_mask",
@@ -355,6 +360,28 @@ def _importance_loss(H: np.ndarray, k: int, w: float) -> ImportanceLoss:
     return ImportanceLoss(w * _cv_squared(imp), d_H)
 
 
+def softmax_gate_importance_loss(H: np.ndarray, k: int, w: float = 1.0) -> ImportanceLoss:
+    """L_importance on the gate value of Switch routing and of Chen et al. (Sec. 3.2,
+    F = Σ_{m∈T_x} π_m f_m): w·CV(Σ_x g(x))² with g(x)_m = π_m(x)·[m kept], π = Softmax(H) over all M
+    experts and the kept set KeepTopK(H, k); returns ∂L/∂H (n, M). H and w as in `importance_loss`.
+
+    With c_j = w ∂CV²/∂Importance_j and s the kept mask, ∂L/∂H_{x,i} = π_i (s_i c_i − Σ_j s_j c_j π_j):
+    non-zero at k = 1, where `importance_loss` (Shazeer's G, one-hot there) has none; its rows sum
+    to 0, and for k = M it is `importance_loss`.
+    """
+    H = _logits(H, "H", ndim=2)
+    return _softmax_gate_importance_loss(H, _top_k(k, H.shape[-1]), _weight(w))
+
+
+def _softmax_gate_importance_loss(H: np.ndarray, k: int, w: float) -> ImportanceLoss:
+    pi = _top_k_gates(H, H.shape[-1])
+    kept = _selection(H, k)[1]
+    imp = np.where(kept, pi, 0).sum(axis=0)
+    c = np.where(kept, w * _cv_squared_gradient(imp), 0)
+    d_H = pi * (c - (pi * c).sum(axis=1, keepdims=True))
+    return ImportanceLoss(w * _cv_squared(imp), d_H)
+
+
 def load_loss(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int, w: float = 1.0) -> LoadLoss:
     """L_load = w·CV(Σ_x P(x, ·))² and its partial derivatives with respect to c, s and H.
 
@@ -433,6 +460,14 @@ def importance_loss_and_gradients(x, W_g, W_noise, xi, k: int, w: float = 1.0) -
     """L_importance for the noisy top-k router with its gradients ∇W_g, ∇W_noise (ξ held fixed)."""
     x, _, raw_noise, xi, H = _router_logits(x, W_g, W_noise, xi)
     loss, d_H = _importance_loss(H, _top_k(k, H.shape[-1]), _weight(w))
+    zeros = np.zeros_like(d_H)
+    return RouterLoss(loss, *_router_gradients(x, raw_noise, xi, zeros, zeros, d_H))
+
+
+def softmax_gate_importance_loss_and_gradients(x, W_g, W_noise, xi, k: int, w: float = 1.0) -> RouterLoss:
+    """`softmax_gate_importance_loss` for the noisy top-k router with its ∇W_g, ∇W_noise (ξ held fixed)."""
+    x, _, raw_noise, xi, H = _router_logits(x, W_g, W_noise, xi)
+    loss, d_H = _softmax_gate_importance_loss(H, _top_k(k, H.shape[-1]), _weight(w))
     zeros = np.zeros_like(d_H)
     return RouterLoss(loss, *_router_gradients(x, raw_noise, xi, zeros, zeros, d_H))
 

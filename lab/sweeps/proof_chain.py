@@ -130,9 +130,12 @@ def proof_chain_counts(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def stage_schedule(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The stage schedule of Sec. 5 over the study: runs with T1 < T2, the thresholds d > M¹² for the
     stage (T1, T2] at σ0 = d^(−1/3), ηM² (T2 = 0 when above 1) and σ0^0.5·M² = T1/T2 at the largest d."""
-    from lab.chen2022.proof_monitors import d_for_second_stage
+    from lab.chen2022.proof_monitors import ProofSchedule, d_for_second_stage
 
     M, eta, d_max = runs[0]["M"], runs[0]["eta"], max(r["d"] for r in runs)
+    m = SECOND_STAGE_M[0]
+    d = 2 * round(d_for_second_stage(m))  # twice the least M's threshold, at the study's η
+    example = ProofSchedule(d=d, M=m, eta=eta, sigma0=d ** (-1 / 3))
     return {
         "runs": len(runs),
         "ordered": sum(r["T1"] < r["T2"] for r in runs),
@@ -144,6 +147,7 @@ def stage_schedule(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "second_stage_d": [[m, d_for_second_stage(m)] for m in (*SECOND_STAGE_M, M)],
         "d_max": d_max,
         "floor_ratio_d_max": d_max ** (-1 / 6) * M**2,
+        "second_stage_example": {"d": d, "M": m, "T1": example.T1, "T2": example.T2},
     }
 
 

@@ -12,8 +12,10 @@ from lab.chen2022.proof_monitors import (
     ProofSchedule,
     chain_report,
     d_for_second_stage,
+    exploration_end,
     first_failure,
     monitored_run,
+    router_learning_end,
     summary,
     theorem_config,
 )
@@ -30,6 +32,16 @@ def test_the_schedule_is_the_papers_floors_and_the_second_stage_needs_d_above_m_
     assert small.T1 < small.T2 and small.stage(small.T1) == "exploration"
     assert small.stage(small.T1 + 1) == "router learning"
     assert not ProofSchedule(d=4000, M=2, eta=1e-3, sigma0=4000 ** (-1 / 3)).second_stage_exists
+
+
+def test_the_stage_ends_are_the_one_formula_the_schedule_and_the_checks_use():
+    assert exploration_end(0.2, 0.01) == 44 and router_learning_end(0.02, 2) == 12
+    sched = ProofSchedule(d=8192, M=2, eta=0.02, sigma0=8192 ** (-1 / 3))
+    assert (
+        (sched.T1, sched.T2)
+        == (exploration_end(sched.sigma0, 0.02), router_learning_end(0.02, 2))
+        == (11, 12)
+    )
 
 
 @pytest.fixture(scope="module")

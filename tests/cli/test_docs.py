@@ -279,8 +279,8 @@ def test_the_findings_say_what_bounds_the_step_target(results):
     (results / "bench" / "summary.json").write_text(json.dumps(summary(run, "0002_run.json")))
     findings = render_all(results, SWEEPS)["findings.md"]
     assert (
-        "structured step takes 25 % of the dense step; its expert pass takes 12.5 %, and the rest of the step "
-        "alone 12.5 % (same run, calls alternating)"
+        "structured step takes 25 % of the dense step; its expert pass takes 12.5 %, and the rest of the "
+        "step alone 12.5 % (same run, calls alternating)"
     ) in findings
     assert "so the time ratio is 1.25× the ratio of the arithmetic" in findings
     assert "at most 1.3× that ratio (26 % of the dense step): it is met." in findings

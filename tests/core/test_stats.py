@@ -2,9 +2,9 @@
 
 import pytest
 
+from lab.core.schema import ResultsError
 from lab.core.stats import interval_basis
 from lab.docs.markdown import basis
-from lab.core.schema import ResultsError
 
 
 def test_interval_basis_is_printed_from_the_record():
@@ -12,7 +12,11 @@ def test_interval_basis_is_printed_from_the_record():
     assert basis(r) == "99.94 % Clopper–Pearson, n = 20000 samples"
     assert basis(r, "level") == "99.94 %"
     assert basis(r, "size") == "n = 20000 samples"
-    runs = {"claim": "D2", "key": "k", "extra": {"interval": interval_basis("Clopper–Pearson", 0.99, 12, "runs")}}
+    runs = {
+        "claim": "D2",
+        "key": "k",
+        "extra": {"interval": interval_basis("Clopper–Pearson", 0.99, 12, "runs")},
+    }
     assert basis(runs) == "99 % Clopper–Pearson, n = 12 runs"
 
 
@@ -26,7 +30,7 @@ def test_interval_basis_refuses_bad_input_naming_the_parameter(args, name):
 
 
 def test_a_record_without_a_basis_stops_the_render():
-    with pytest.raises(ResultsError, match="B2/k has no extra.interval"):
+    with pytest.raises(ResultsError, match=r"B2/k has no extra\.interval"):
         basis({"claim": "B2", "key": "k", "extra": {}})
 
 

@@ -194,10 +194,40 @@ def test_importance_gradient_in_the_logits_equals_complex_step(k):
 
 
 def test_importance_gradient_vanishes_for_top1():
-    # k = 1: the gate is one-hot, piecewise constant in H (so it cannot balance Chen et al.'s top-1 router)
+    # k = 1: Shazeer's gate G is one-hot, piecewise constant in H (the π-gated loss below is not)
     H = np.random.default_rng(7).normal(size=(10, 6))
     loss = gating.importance_loss(H, 1)
     assert loss.loss > 0 and np.all(loss.d_H == 0)
+
+
+@pytest.mark.parametrize("k", [1, 2, 6])
+def test_softmax_gate_importance_gradient_equals_complex_step(k):
+    H = np.random.default_rng(12).normal(size=(10, 6))
+    V = np.random.default_rng(13).normal(size=H.shape)
+    d_H = gating.softmax_gate_importance_loss(H, k, w=2.0).d_H
+    assert np.sum(d_H * V) == pytest.approx(
+        complex_step(lambda h: gating.softmax_gate_importance_loss(h, k, 2.0).loss, H, V), rel=1e-12
+    )
+
+
+def test_softmax_gate_importance_is_nonzero_at_top1_sums_to_zero_and_is_shazeers_at_k_equal_M():
+    H = np.random.default_rng(14).normal(size=(10, 6))
+    top1 = gating.softmax_gate_importance_loss(H, 1)
+    pi = gating.top_k_gates(H, 6)
+    kept = gating.top_k_mask(H, 1)
+    imp = np.where(kept, pi, 0).sum(axis=0)
+    assert top1.loss == pytest.approx(np.var(imp) / np.mean(imp) ** 2, rel=1e-14)
+    assert np.linalg.norm(top1.d_H) > 1e-3
+    np.testing.assert_allclose(top1.d_H.sum(axis=1), 0, atol=1e-15)  # Lemma E.1 of Chen et al.
+    full, shazeer = gating.softmax_gate_importance_loss(H, 6, 0.5), gating.importance_loss(H, 6, 0.5)
+    assert full.loss == pytest.approx(shazeer.loss, rel=1e-14)
+    np.testing.assert_allclose(full.d_H, shazeer.d_H, rtol=1e-12, atol=1e-17)
+
+
+@pytest.mark.parametrize("k, w", [(0, 1.0), (7, 1.0), (1, float("nan"))])
+def test_softmax_gate_importance_rejects_bad_k_and_w(k, w):
+    with pytest.raises(ValueError, match=r"\bk\b|\bw\b"):
+        gating.softmax_gate_importance_loss(np.zeros((3, 6)), k, w)
 
 
 @pytest.mark.parametrize("k", [1, 2, 4])
@@ -222,7 +252,14 @@ def test_load_loss_is_zero_with_zero_gradient_for_k_equal_M():
     assert loss.loss == 0 and not np.any(loss.d_clean) and not np.any(loss.d_scale) and not np.any(loss.d_H)
 
 
-@pytest.mark.parametrize("fn", [gating.importance_loss_and_gradients, gating.load_loss_and_gradients])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        gating.importance_loss_and_gradients,
+        gating.softmax_gate_importance_loss_and_gradients,
+        gating.load_loss_and_gradients,
+    ],
+)
 @pytest.mark.parametrize("weight", ["W_g", "W_noise"])
 def test_router_gradients_equal_complex_step_and_central_differences(fn, weight):
     x, W_g, W_noise, xi = problem(9, n=40)

@@ -37,6 +37,7 @@ SCIENCE_MODULES = (
     "lab.chen2022.metrics",
     "lab.chen2022.model",
     "lab.chen2022.patch_functions",
+    "lab.chen2022.patch_optimum",
     "lab.chen2022.patchwise",
     "lab.chen2022.routing",
     "lab.chen2022.routing_exact",

@@ -28,6 +28,7 @@ from checks.strategies.invalid.chen2022 import (
 from lab.chen2022.data import UniformRange
 from lab.chen2022.model import MoEParams
 from lab.chen2022.patch_functions import CNNFilter
+from lab.chen2022.patch_optimum import DiscreteLaw
 from lab.chen2022.patchwise import PatchAdditive, orbit
 
 ACT = choices("relu ")
@@ -57,6 +58,16 @@ def _broken_orbit_data(value, kwargs) -> list:
 
 
 RANGES = {"alpha": instances((0.5, 2.0)), "gamma": instances((0.5, 2.0))}
+LAWS = {
+    "alpha": instances(UniformRange(0.5, 2.0)),
+    "gamma": instances(UniformRange(0.5, 2.0)),
+}
+
+
+def _laws(w) -> dict:
+    return {"alpha": DiscreteLaw((1.0, 2.0), (0.25, 0.75)), "gamma": DiscreteLaw((1.0, 3.0), (0.5, 0.5))}
+
+
 CONFIG_SIGNALS = {"config": broken_config, "signals": mismatched_signals}
 
 CASES = {
@@ -186,9 +197,23 @@ CASES = {
         },
         related=("data", "signals"),
     ),
+    "lab.chen2022.patch_optimum.DiscreteLaw": Case(
+        lambda w: {"values": (1.0, 2.0), "weights": (0.25, 0.75)},
+        {
+            "values": arrays(axes=(0,), extra=values((0.0, 2.0), (1.0, 1.0))),
+            "weights": arrays(axes=(0,), extra=values((-0.25, 1.25), (0.5, 0.6))),
+        },
+        related=("values", "weights"),
+    ),
+    "lab.chen2022.patch_optimum.symmetric_mass": Case(_laws, LAWS),
+    "lab.chen2022.patch_optimum.optimum": Case(
+        lambda w: {**_laws(w), "K": 2, "beta": 1.0},
+        {**LAWS, "K": counts(2, 6), "beta": reals(0.0, low_open=True)},
+    ),
 }
 
 EXEMPT = {
+    "lab.chen2022.patch_optimum.Optimum": "the result of `optimum`",
     "lab.chen2022.patchwise.Orbit": "the four points `orbit` returns (a result); classifiers check x",
     "lab.chen2022.patchwise.ErrorEstimate": "the result of `error_rate`",
     "lab.chen2022.baselines.SingleResult": "the result of `train_single`",

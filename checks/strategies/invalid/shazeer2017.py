@@ -97,6 +97,12 @@ def _kernel(w, **more) -> dict:
     return {"clean": w.normal(w.n, w.M), "xi": w.normal(w.n, w.M), "k": _k(w), **more}
 
 
+IMPORTANCE = Case(
+    lambda w: {**_gate(w), "w": 0.5},
+    {"H": arrays(complex_ok=True, empty=(1,)), "k": K, "w": W},
+    related=("H", "k"),
+)
+
 CASES = {
     "lab.shazeer2017.gating.softplus": Case(lambda w: {"z": w.normal(w.n)}, {"z": elementwise()}),
     "lab.shazeer2017.gating.logistic": Case(lambda w: {"z": w.normal(w.n)}, {"z": elementwise()}),
@@ -125,11 +131,8 @@ CASES = {
     "lab.shazeer2017.gating.importance": Case(
         lambda w: {"G": w.rng.random((w.n, w.M))}, {"G": arrays(complex_ok=True, empty=(1,))}
     ),
-    "lab.shazeer2017.gating.importance_loss": Case(
-        lambda w: {**_gate(w), "w": 0.5},
-        {"H": arrays(complex_ok=True, empty=(1,)), "k": K, "w": W},
-        related=("H", "k"),
-    ),
+    "lab.shazeer2017.gating.importance_loss": IMPORTANCE,
+    "lab.shazeer2017.gating.softmax_gate_importance_loss": IMPORTANCE,
     "lab.shazeer2017.gating.load_loss": Case(
         lambda w: _load(w, w=0.5),
         {name: arrays(complex_ok=True, axes=(0, 1), empty=(1,)) for name in ("clean", "H")}
@@ -147,6 +150,7 @@ CASES = {
         },
     ),
     "lab.shazeer2017.gating.importance_loss_and_gradients": Case(_router, ROUTER),
+    "lab.shazeer2017.gating.softmax_gate_importance_loss_and_gradients": Case(_router, ROUTER),
     "lab.shazeer2017.gating.load_loss_and_gradients": Case(_router, ROUTER),
     "lab.shazeer2017.gating.gate_and_load": Case(
         lambda w: _kernel(w, raw_noise=w.normal(w.n, w.M)),

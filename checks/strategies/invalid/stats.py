@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from checks.strategies.invalid import Case, arrays, combine, counts, reals, values
+from checks.strategies.invalid import Case, arrays, choices, combine, counts, reals, values
 
 LEVEL = reals(0.0, 1.0, low_open=True, high_open=True)
 
@@ -50,6 +50,10 @@ CASES = {
             "level": LEVEL,
         },
         related=("x", "y"),
+    ),
+    "lab.core.stats.interval_basis": Case(
+        lambda w: {"method": "Clopper–Pearson", "level": 0.95, "n": 20, "of": "runs"},
+        {"method": choices(), "level": LEVEL, "n": counts(1), "of": values("", 3, None)},
     ),
 }
 

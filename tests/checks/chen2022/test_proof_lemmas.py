@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from checks.chen2022 import proof_lemmas, proof_rates
+from lab.core.stats import clopper_pearson
 
 EXPLICIT = {
     "verify_d1": "D.1",
@@ -34,9 +35,17 @@ def test_premises_pass_and_controls_are_detected(name):
             )
 
 
-def test_lemma_5_2_does_not_reproduce_at_d_50_and_its_control_is_detected():
+def test_lemma_5_2_at_the_quick_tier_is_decided_by_its_interval_and_its_control_is_detected():
     premise, control = proof_lemmas.verify_lemma_5_2(0, "quick")
-    assert premise.outcome == "finding" and min(premise.extra["worst_expert_error_T1"]) > 1 / 50
+    worst = premise.extra["worst_expert_error_T1"]
+    assert premise.outcome == "finding" and premise.extra["smallest_worst_error"] == min(worst) > 1 / 50
+    for r in (premise, control):
+        basis = r.extra["interval"]
+        assert basis["n"] == r.params["runs"] and basis["level"] == r.params["level"]
+        # enough runs that the check could pass (all runs good) and could fail (none good)
+        assert clopper_pearson(basis["n"], basis["n"], basis["level"])[0] >= r.bound
+        assert clopper_pearson(0, basis["n"], basis["level"])[1] < r.bound
+    assert premise.ci[1] < premise.bound
     assert control.outcome == "detected"
 
 

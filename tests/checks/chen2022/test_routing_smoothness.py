@@ -74,3 +74,8 @@ def test_registered_entries_are_all_as_expected(entry):
     records = entry(0, "quick")
     assert records and all(r.ok for r in records), [(r.statement, r.outcome) for r in records]
     assert {r.kind for r in records} == {"premise", "negative-control"}
+
+
+def test_lemma_c3_uniform_record_reaches_the_m2_worst_case():
+    share = {r.key: r.measured for r in rs.verify_swap(0, "quick")}["lemma-c3-uniform"]
+    assert 0.4999 < share <= 0.5

@@ -17,6 +17,8 @@ def test_check_outcomes(makkuva_records, claim):
     records = makkuva_records(claim)
     assert [r.outcome for r in records] == ["pass", "finding", "detected"] and all(r.ok for r in records)
     assert "verdict" in records[0].params
+    for r in records:  # every interval says how it was made
+        assert (r.ci is None) == ("interval" not in r.extra), r.key
 
 
 def _run(e_reg, e_gate):

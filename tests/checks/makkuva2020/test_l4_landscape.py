@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from checks.makkuva2020 import l4_landscape, rates
-from checks.makkuva2020.assumptions import EPS_REC, REG
+from checks.makkuva2020.assumptions import EPS_REC, LEVEL, REG
 from lab.core.registry import derived_seed
 from lab.makkuva2020.losses import L4Regularisers
 
@@ -61,6 +61,24 @@ def test_d2_sample_loss_scope_is_a_report(makkuva_records):
     assert 0.0 < scope.measured < 1.0 and scope.params["directions"] == 64
     # a direction with a negative coefficient runs below the global minimiser's sample loss
     assert scope.extra["min_coefficient"] < 0.0 and scope.extra["lhat_far_minus_lhat_glob"] < 0.0
+    # a share of the directions, not all: the count, its Clopper-Pearson interval and its basis
+    negative, directions = scope.extra["negative_directions"], scope.params["directions"]
+    assert scope.measured == negative / directions and scope.ci[0] <= scope.measured <= scope.ci[1] < 1.0
+    assert scope.extra["interval"] == {
+        "method": "Clopper–Pearson",
+        "level": LEVEL,
+        "n": directions,
+        "of": "directions",
+    }
+
+
+@pytest.mark.parametrize("claim", ["D1", "D2"])
+def test_records_with_intervals_store_their_basis(makkuva_records, claim):
+    """Every D1/D2 record with a CI says how it was made (a page prints it, never types it)."""
+    for r in makkuva_records(claim):
+        assert (r.ci is None) == ("interval" not in r.extra), r.key
+    assert makkuva_records("D2")[1].extra["interval"]["of"] == "runs"
+    assert makkuva_records("D1")[2].extra["interval"]["n"] == l4_landscape.CONTROL_REPS["quick"]
 
 
 def test_d2_sgd_rate_rule_fails_with_the_wrong_sign_mu():

@@ -64,3 +64,25 @@ def test_premises_run_every_instance_and_small_n_is_refused():
     assert rates.run_instances(lambda i: calls.append(i) or False, 12) == [False] * 12 and len(calls) == 12
     with pytest.raises(ValueError, match="can never show"):
         rates.run_instances(lambda i: True, 5)
+
+
+def test_rate_record_stores_its_basis_and_the_papers_all_of_5():
+    """Fig. 1c's 5 of 5 beside the lab's rate: its CP interval and P(5 of 5) at the observed rate."""
+    record = rates.rate_record(
+        claim="X",
+        key="k",
+        statement="s",
+        kind="premise",
+        params={},
+        outcomes=[True] * 23 + [False],
+        planned=24,
+        unit="runs",
+    )
+    assert record.extra["interval"] == {"method": "Clopper–Pearson", "level": LEVEL, "n": 24, "of": "runs"}
+    paper = record.extra["paper_all_of_5"]
+    assert paper["trials"] == rates.PAPER_TRIALS == 5
+    assert paper["ci"] == pytest.approx(clopper_pearson(5, 5, LEVEL)) and paper["ci"][0] == pytest.approx(
+        (0.005) ** (1 / 5)
+    )
+    assert paper["p_all_at_rate"] == pytest.approx((23 / 24) ** 5)
+    assert paper["p_all_at_ci_low"] == pytest.approx(record.ci[0] ** 5)

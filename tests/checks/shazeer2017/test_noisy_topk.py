@@ -138,3 +138,42 @@ def test_gradient_check_flags_the_stop_gradient_mutant_and_not_the_real_gradient
     mutant = nt.gradient_errors(nt.load_loss_without_threshold_path, *problem, 2, 2, rng)
     assert real["complex_step"] <= nt.GRADIENT_TOL < mutant["complex_step"]
     assert real["central_difference"] < 1e-7
+
+
+def test_top1_gradient_rule_holds_for_the_softmax_gate_and_fails_for_shazeers_one_hot_gate():
+    rng = np.random.default_rng(3)
+    problem = (
+        rng.normal(size=(30, 4)),
+        rng.normal(size=(4, 6)),
+        rng.normal(size=(4, 6)),
+        rng.normal(size=(30, 6)),
+        2,
+    )
+    pi_gate = nt.top1_gradient_record(
+        "pi", gating.softmax_gate_importance_loss_and_gradients, "premise", "p", problem, 3, rng
+    )
+    one_hot = nt.top1_gradient_record(
+        "G", gating.importance_loss_and_gradients, "negative-control", "c", problem, 3, rng
+    )
+    assert pi_gate.verdict == "holds" and pi_gate.measured > 1e6 * pi_gate.bound
+    assert one_hot.verdict == "violated" and one_hot.measured == 0.0
+    assert pi_gate.params["k"] == one_hot.params["k"] == 1
+
+
+def test_directional_derivatives_match_the_analytic_gradient():
+    rng = np.random.default_rng(5)
+    problem = (
+        rng.normal(size=(20, 3)),
+        rng.normal(size=(3, 5)),
+        rng.normal(size=(3, 5)),
+        rng.normal(size=(20, 5)),
+        1,
+    )
+    grad = gating.softmax_gate_importance_loss_and_gradients(*problem[:4], 1).grad_W_g
+    found = nt.directional_derivatives(
+        gating.softmax_gate_importance_loss_and_gradients, problem, 1, 2, np.random.default_rng(6)
+    )
+    check = np.random.default_rng(6)
+    for value in found:
+        V = check.normal(size=grad.shape)
+        assert value == pytest.approx(np.sum(grad * V / np.linalg.norm(V)), rel=1e-12)
