@@ -80,7 +80,8 @@ def _equal_strength_configs(tier: str) -> dict[tuple[str, str], DataConfig]:
     return {**EQUAL_STRENGTHS, **(FULL_ONLY if tier == "full" else {})}
 
 
-def _describe(config: DataConfig) -> dict:
+def describe_law(config: DataConfig) -> dict:
+    """Def. 3.1's law of a data config as record params: K, P, d, the α, β, γ ranges and σ_p."""
     return {
         "K": config.K,
         "P": config.P,
@@ -155,7 +156,7 @@ def check_orbit_identity(seed: int, tier: str) -> list[Record]:
     signals = make_signals(config, rng)
     orb = orbit(sample(config, signals, SIZES[tier]["orbit"], rng), signals, rng)
     allowance = summation_allowance(config.P)
-    params = {**_describe(config), "orbits": orb.m, "allowance": "γ_{4P−1} = (4P−1)u/(1−(4P−1)u)"}
+    params = {**describe_law(config), "orbits": orb.m, "allowance": "γ_{4P−1} = (4P−1)u/(1−(4P−1)u)"}
     start = time.perf_counter()
     worst = {
         name: float(orbit_residual(PatchAdditive(f), orb).max())
@@ -223,7 +224,7 @@ def check_error_floor(seed: int, tier: str) -> list[Record]:
                 key=f"floor-{key}",
                 kind="premise",
                 statement=f"every patch-additive F errs ≥ 1/8 ({label}; smallest error over the f tried)",
-                params={**_describe(config), "functions": len(functions)},
+                params={**describe_law(config), "functions": len(functions)},
                 estimate=estimate,
                 bound=FLOOR,
                 seconds=time.perf_counter() - start,
@@ -240,7 +241,7 @@ def check_error_floor(seed: int, tier: str) -> list[Record]:
             key="control-disjoint",
             kind="negative-control",
             statement="D_α ≠ D_γ (α ~ U(2, 3), γ ~ U(0.5, 1)): a linear CNN beats 1/8, floor not applicable",
-            params=_describe(DISJOINT),
+            params=describe_law(DISJOINT),
             estimate=estimate,
             bound=FLOOR,
             seconds=time.perf_counter() - start,
@@ -276,7 +277,7 @@ def check_floor_attainment(seed: int, tier: str) -> list[Record]:
     """B2 attainment: is Table 7's "optimal 87.5 %" reached, i.e. does some F have error exactly 1/8?"""
     n = SIZES[tier]["error"]
     rng = np.random.default_rng(seed)
-    config, params = TABLE_7, _describe(TABLE_7)
+    config, params = TABLE_7, describe_law(TABLE_7)
     signals = make_signals(config, rng)
     data = sample(config, signals, n, rng)
     start = time.perf_counter()
@@ -337,7 +338,7 @@ def check_partial_overlap(seed: int, tier: str) -> list[Record]:
                 key=f"partial-{key}",
                 kind="premise",
                 statement=f"partial overlap ({label}): every F errs ≥ ω/8 = {floor:.4g}",
-                params={**_describe(config), "functions": len(functions)},
+                params={**describe_law(config), "functions": len(functions)},
                 estimate=estimate,
                 bound=floor,
                 seconds=time.perf_counter() - start,
@@ -361,7 +362,7 @@ def check_partial_overlap(seed: int, tier: str) -> list[Record]:
                         key=f"control-{key}-{guess}",
                         kind="negative-control",
                         statement=f"partial overlap ({label}): {name} = {bound:.4g} must fail",
-                        params=_describe(config),
+                        params=describe_law(config),
                         estimate=witness,
                         bound=bound,
                         note="the witness beats it: the floor is ω/8 = P(α∈I)P(γ∈I)/8",
