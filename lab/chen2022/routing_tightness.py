@@ -158,7 +158,8 @@ def search_constant(noise: Noise, M: int, starts: int = 8, seed: int = 0) -> Con
 def swap_worst_start(noise: Noise, gap: float = 1e-4) -> np.ndarray:
     """Lemma C.3's worst case at M = 2: h = (gap·spread, 0); |p_0 − p_1|/|h_0 − h_1| → 2∫f² as gap → 0+.
 
-    For Unif[0, 1] noise ∫f² = κ = 1, so the ratio to κM² = 4κ tends to 2κ/4κ = 0.5 (the proven constant 2κ).
+    2∫f² is 2κ for Unif[0, 1] (share 0.5 of κM² = 4κ), √2κ for Gaussian and eκ/2 for Gumbel noise, the
+    exact constants at M = 2 of this module's docstring.
     """
     gap = validate.real(gap, "gap", low=0.0, high=0.5, low_open=True)
     return np.array([gap * noise.spread, 0.0])

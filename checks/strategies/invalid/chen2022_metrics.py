@@ -44,6 +44,17 @@ BALANCE = {
     "coef": reals(0.0),
 }
 ROUTING = {"h": arrays(fewer=False, empty=(0, 1)), "noise": instances(Uniform)}
+COUPLING = {  # two gate vectors (M,) of one length: a shorter, longer or empty one may blame either
+    "h": arrays(axes=(0,), empty=(0,)),
+    "h_hat": arrays(axes=(0,), empty=(0,)),
+    "noise": instances(Uniform),
+}
+
+
+def _coupling_pair(w) -> dict:
+    h = w.normal(w.M)
+    return {"h": h, "h_hat": h + 0.1 * w.normal(w.M), "noise": _noise(w)}
+
 
 CASES = {
     # ------------------------------------------------------------------ metrics
@@ -129,6 +140,18 @@ CASES = {
         lambda w: {"h": w.normal(w.M), "noise": _noise(w), "draws": 50, "seed": 3, "level": 0.99},
         {"h": arrays(empty=(0,)), "noise": instances(), "draws": counts(1), "seed": SEEDS, "level": LEVEL},
     ),
+    "lab.chen2022.routing_coupling.argmax_change_probability": Case(_coupling_pair, COUPLING),
+    "lab.chen2022.routing_coupling.union_bound": Case(_coupling_pair, COUPLING),
+    "lab.chen2022.routing_coupling.coupling_terms": Case(
+        _coupling_pair, {**COUPLING, "h_hat": combine(COUPLING["h_hat"], values(lambda kw: kw["h"]))}
+    ),
+    "lab.chen2022.routing_coupling.half_lifted_pair": Case(
+        lambda w: {"M": w.M, "delta": 1e-3}, {"M": counts(2), "delta": SCALE}
+    ),
+    "lab.chen2022.routing_coupling.tie_change_rate": Case(
+        lambda w: {"noise": _noise(w), "M": w.M, "lifted": w.M // 2},
+        {"noise": instances(Uniform), "M": counts(2), "lifted": counts(0, lambda kw: kw["M"])},
+    ),
     "lab.chen2022.routing_exact.legendre01": Case(lambda w: {"nodes": w.M}, {"nodes": counts(1)}),
     "lab.chen2022.routing_exact.uniform_routing": Case(
         lambda w: {"lo": _gates(w), "width": 1.0, "jacobian": bool(w.rng.integers(2))},
@@ -156,4 +179,6 @@ CASES = {
     ),
 }
 
-__all__ = ["CASES", "NOISES"]
+EXEMPT = {"lab.chen2022.routing_coupling.CouplingTerms": "the result of `coupling_terms`"}
+
+__all__ = ["CASES", "EXEMPT", "NOISES"]

@@ -1,5 +1,7 @@
 """Premise and negative-control tests of the routing checks B4, B5, B6 (Lemmas 5.1/C.1, C.3, C.4)."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -49,6 +51,37 @@ def test_lemma_c3_holds_and_non_identical_noise_breaks_it(data):
     assert rs.swap_ratio(rs.plain_argmax(tied)[0], tied, 2.0 * tied.size**2) > 1.0
 
 
+# ---------------------------------------------------------------- B4: the terms of Lemma C.1's proof
+
+
+@given(st.integers(4, 64))
+def test_the_argmax_change_exceeds_2_kappa_from_four_experts(M):
+    assert rs._beyond_sharp_record((M,), "premise", "coupling-beyond-2kappa").outcome == "pass"
+
+
+@pytest.mark.parametrize("M", [2, 3])
+def test_the_argmax_change_stays_within_2_kappa_at_two_and_three_experts(M):
+    """M = 2: q = ‖Δp‖∞ (proven); M = 3: q/(κδ) → 2ab/(M − 1) = 2 from below. The control must be detected."""
+    assert rs._beyond_sharp_record((M,), "negative-control", "control-coupling-m2").outcome == "detected"
+
+
+def test_coupling_records_put_the_m_dependence_in_q_and_u_not_in_p():
+    records = {r.key: r for r in rs.verify_proof_coupling(0, "quick")}
+    assert records["coupling-beyond-2kappa"].outcome == "pass"
+    assert records["control-coupling-m2"].outcome == "detected"
+    for noise in rs.FAMILIES:
+        record = records[f"coupling-m-dependence-{noise.name}"]
+        rows, allowance = record.extra["rows"], record.params["round_off"]
+        assert [row["M"] for row in rows] == list(rs.COUPLING_M)
+        for row in rows:
+            assert row["routing"] <= 2.0 + allowance
+            assert row["routing"] <= row["change"] + allowance <= row["union"] + 2 * allowance
+            assert row["union"] <= row["paper"]
+        assert rows[-1]["union"] > 1000 * rows[0]["union"]  # ~ M(M − 1): 64·63/2
+    uniform = records["coupling-m-dependence-uniform"].extra["rows"]
+    assert all(a["change"] < b["change"] for a, b in itertools.pairwise(uniform))
+
+
 # ---------------------------------------------------------------- B6
 
 
@@ -67,13 +100,13 @@ def test_lemma_c4_exact_zero_and_the_gaussian_control(data):
 
 @pytest.mark.parametrize(
     "entry",
-    [rs.verify_lipschitz, rs.verify_swap, rs.verify_no_route_beyond_width],
+    [rs.verify_lipschitz, rs.verify_proof_coupling, rs.verify_swap, rs.verify_no_route_beyond_width],
     ids=lambda f: f.__name__,
 )
 def test_registered_entries_are_all_as_expected(entry):
     records = entry(0, "quick")
     assert records and all(r.ok for r in records), [(r.statement, r.outcome) for r in records]
-    assert {r.kind for r in records} == {"premise", "negative-control"}
+    assert {r.kind for r in records} - {"report"} == {"premise", "negative-control"}
 
 
 def test_lemma_c3_uniform_record_reaches_the_m2_worst_case():
