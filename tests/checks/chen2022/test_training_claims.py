@@ -57,14 +57,52 @@ def test_sum_theta_along_a_run_and_its_controls():
 def test_theorem42_records_shape():
     cfg = variant_config("paper", M=4, J=4, steps=30, record_every=30)
     records = C.theorem42_records(cfg, 150, [0, 1], "premise", "tiny", "tiny")
-    assert [r.claim for r in records] == ["B9"] * 3
-    assert [r.key for r in records] == ["tiny-test-error", "tiny-expert-error", "tiny-routing"]
-    assert all(r.ci is not None and 0 <= r.measured <= 1 for r in records)
+    assert [r.claim for r in records] == ["B9"] * 5
+    assert [r.key for r in records] == [
+        "tiny-test-error",
+        "tiny-expert-error",
+        "tiny-routing",
+        "tiny-sets-exist",
+        "tiny-sets-exist-no-cover",
+    ]
+    assert all(r.ci is not None and 0 <= r.measured <= 1 for r in records[:3])
     assert records[0].params["seeds"] == 2
+    assert all(r.kind == "report" and r.measured in (0.0, 1.0, 2.0) for r in records[3:])
+    assert all(len(r.extra["exists"]) == 2 for r in records[3:])
     empty = C.theorem42_records(
         dataclasses.replace(cfg, same_init=True), 150, [0], "negative-control", "same", "same"
     )
     assert empty[1].measured == 1.0 and empty[1].verdict == "violated"
+
+
+SPECIALISED = {  # two clusters, three experts: 0 and 2 accurate on Ω_0, 1 on Ω_1, routed accordingly
+    "expert_errors": [[0.0, 0.5], [0.5, 0.01], [0.02, 0.5]],
+    "dispatch_noise_free": [[30, 0, 20], [0, 49, 1]],
+}
+PARAMS = {"run": "planted", "seeds": 2, "level": C.LEVEL}
+
+
+def test_theorem_sets_records_find_planted_sets():
+    """A run whose experts and router have Thm 4.2's properties at B9's thresholds is counted."""
+    idle = {  # a fourth expert accurate on nothing: the sets exist only without covering [M]
+        "expert_errors": [*SPECIALISED["expert_errors"], [0.5, 0.5]],
+        "dispatch_noise_free": [[*row, 0] for row in SPECIALISED["dispatch_noise_free"]],
+    }
+    cover, no_cover = C.theorem_sets_records([SPECIALISED, idle], PARAMS, "planted")
+    assert (cover.key, no_cover.key) == ("planted-sets-exist", "planted-sets-exist-no-cover")
+    assert cover.measured == 1.0 and cover.extra["exists"] == [True, False]
+    assert "experts [3] are accurate on no cluster" in cover.extra["reasons"][1]
+    assert no_cover.measured == 2.0 and no_cover.extra["witness_sets"] == [[[0, 2], [1]]] * 2
+    assert no_cover.extra["worst_routed_share"] == [0.98, 0.98]
+    assert cover.params["max_error"] == C.THM42_ERROR and "level" not in cover.params
+
+
+def test_theorem_sets_records_detect_a_cluster_routed_evenly():
+    """The search's negative control: Ω_0 spread evenly over the experts, so no M_k holds 98 % of it."""
+    even = SPECIALISED | {"dispatch_noise_free": [[10, 10, 10], [0, 49, 1]]}
+    for record in C.theorem_sets_records([even], PARAMS, "even"):
+        assert record.measured == 0.0 and record.extra["worst_routed_share"] == [pytest.approx(2 / 3)]
+        assert "the router sends only 0.6667" in record.extra["reasons"][0]
 
 
 def test_single_expert_check_detects_weak_feature_noise():
