@@ -1,6 +1,7 @@
 """Theorem 4.2's proof along one run of Algorithm 1 (Chen et al. 2022, App. D–E): its quantities per step.
 
-`ProofSchedule` holds the proof's stages, T1 = ⌊η⁻¹σ0^0.5⌋ (App. E.1) and T2 = ⌊η⁻¹M⁻²⌋ (App. E.2).
+`ProofSchedule` holds the proof's stages, T1 = ⌊η⁻¹σ0^0.5⌋ (App. E.1) and T2 = ⌊η⁻¹M⁻²⌋ (App. E.2), or T2
+re-derived with the lab's routing constant 2κ in place of Lemma 5.1's κM² (`router_learning_end_sharpened`).
 `monitored_run` trains under the theorem's conditions (σ0 = d^(−1/3), η_r = M²η, n ∝ d) and records,
 at every step t (parameters W⁽ᵗ⁾, Θ⁽ᵗ⁾ before the update), the quantities the catalogued lemmas bound
 (`checks/chen2022/proof_steps.toml`). `chain_report` judges the explicit steps in the proof's order and names
@@ -20,7 +21,8 @@ from lab.chen2022.data_views import centre_router_input
 from lab.chen2022.metrics import UNIFORM_ROUTING, profession_sets, professions
 from lab.chen2022.model import gate_values
 from lab.chen2022.plan import resolve
-from lab.chen2022.routing import routing_probabilities
+from lab.chen2022.routing import Noise, routing_probabilities
+from lab.chen2022.routing_tightness import proven_constant
 from lab.chen2022.training import (
     TrainConfig,
     algorithm1_step,
@@ -30,9 +32,12 @@ from lab.chen2022.training import (
     step_seeds,
     variant_config,
 )
+from lab.core import validate
 
 ROUTED_SHARE = 0.98  # Thm 4.2's "router sends Ω_k to M_k", read as the lab's B9 bound (error ≤ 2 %)
 ROUND_OFF = 1e-9  # E.1's sum is 0 up to round-off, relative to the router's norm
+STATED, SHARPENED = "stated", "sharpened"  # T2 as App. E.2 states it; T2 re-derived under the constant 2κ
+SCHEDULES = (STATED, SHARPENED)
 
 
 def exploration_end(sigma0: float, eta: float) -> int:
@@ -45,6 +50,53 @@ def router_learning_end(eta: float, M: int) -> int:
     return math.floor(1.0 / (eta * M**2))
 
 
+def recursion_end(routing_constant: float, eta_r: float) -> int:
+    """The last t at which the growth exponent C1·η_r·t of E.14's and E.16's recursions is at most 1, with
+    C1 read as the routing constant L of Lemma 5.1 / C.3 (its other hidden constants as 1): ⌊1/(L·η_r)⌋."""
+    L = validate.real(routing_constant, "routing_constant", low=0.0, low_open=True)
+    rate = validate.real(eta_r, "eta_r", low=0.0, low_open=True)
+    return math.floor(1.0 / (L * rate))
+
+
+def router_learning_end_sharpened(eta: float, M: int, noise: Noise = UNIFORM_ROUTING) -> int:
+    """T2 re-derived with the lab's routing constant 2κ in place of κM² (η_r = M²η): ⌊1/(2κ·M²η)⌋.
+
+    κ is the density bound of the routing noise (Algorithm 1's Unif[0, 1] by default, κ = 1). Where the
+    constant L of Lemma 5.1 / C.3 enters App. E, and what each place becomes with L = 2κ, every other step
+    as the paper writes it:
+
+    - E.4: max_m |P(m_{i,t} = m) − 1/M| ≤ L‖h‖∞ = Õ(σ0^1.5): the rate is unchanged (M was inside Õ).
+    - E.11 (E.12): |P(m_{i,t} = m) − P(m̄_{i,t} = m)| ≤ L·δ_Θ; O(M²δ_Θ) becomes 2κδ_Θ.
+    - E.14, I1–I4: each replaces P(m_{i,t} = ·) by P(m̄_{i,t} = ·) at cost ‖Δp‖∞ ≤ Lδ_Θ per example; the
+      sums over m′ in I3, I4 carry the weights π_{m′} ≤ 1 with Σ_{m′} π_{m′} = 1, so they cost at most
+      Lδ_Θ too (no factor M from the number of experts), and (E.11) adds O(δ_Θ) with no M. So
+      E[⟨∇_{θ_m}L, v_k⟩] = O(Lδ_Θ + δ_Θ) + Õ(d^−0.005), (E.15)'s O(η_r M²δ_Θ) is O(η_r κ δ_Θ), and
+      C1 = O(M²) becomes C1 = O(κ).
+    - E.14's recursion δ⁽ᵗ⁺¹⁾ + C2/C1 ≤ e^{C1η_r}(δ⁽ᵗ⁾ + C2/C1) gives δ⁽ᵗ⁾ ≤ e^{C1η_r t}(δ⁽⁰⁾ + C2/C1). With
+      C1 = O(M²), η_r = Θ(M²)η and t ≤ T2 = η⁻¹M⁻² the exponent is O(M²), not O(1): the paper's
+      "= Õ(d^−0.005)" then holds only up to a factor e^{O(M²)}, or for T2 = O(η⁻¹M⁻⁴). With C1 = O(κ) the
+      exponent is O(κ·η_r·T2) = O(1) at the paper's own T2: the sharper constant repairs this step.
+    - E.15 (second bullet, by C.3): O(M²)Δ_Θ becomes 2κΔ_Θ; E.16's recursion O(η_r M²)Δ_Θ becomes
+      O(η_r κ)Δ_Θ, the same exponent as E.14's. E.18's use of C.3 for (E.10) then needs 2κΔ_Θ = o(1/M)
+      instead of M²Δ_Θ = o(1/M): weaker, no schedule change.
+
+    The M-powers that come from elsewhere and do not change: η_r = Θ(M²)η (Thm 4.2's hypothesis); T2's
+    M⁻², which matches it (η_r·T2 = Θ(1), the router's total step length, also behind Thm 4.2's
+    ‖θ_m⁽ᵀ⁾‖ = Õ(η⁻¹η_r)); E.5's 1/(2KM²) (P ≈ 1/M and π ≈ 1/M); E.6's G = 1/(3 log(d) M²)
+    (initialization, Lemma F.1); E.10's O(ηT2) = O(M⁻²); E.17's 1/(KM³) (three factors Ω(1/M)) and its
+    Taylor step J²η⁶t⁶ ≤ η³t³/(KM³) "by t ≤ T2"; E.18's Ω(K⁻¹M⁻⁹) = η_r η³T2⁴/(KM³) = M²·M⁻⁸·M⁻³/K.
+
+    So the only schedule condition the constant L enters is E.14/E.16's exponent, L·η_r·T2 ≤ 1
+    (`recursion_end`): T2 = ⌊1/(2κη_r)⌋ = ⌊η⁻¹M⁻²/(2κ)⌋, the paper's T2 up to the factor 1/(2κ) — the M-power
+    of T2 is η_r's, not Lemma 5.1's — while L = κM² supports only ⌊η⁻¹M⁻⁴/κ⌋. The orders are proven here;
+    the factor 1/(2κ) reads C1's other hidden constants as 1 (a lab choice). T1 < T2 then needs
+    σ0^0.5 < 1/(2κM²), i.e. d > (2κM²)⁶ at σ0 = d^(−1/3) and d > (2κM²)²⁰⁰ at σ0 = d^(−0.01)
+    (`d_for_second_stage`).
+    """
+    M = validate.integer(M, "M", low=1)
+    return recursion_end(proven_constant(noise), M**2 * validate.real(eta, "eta", low=0.0, low_open=True))
+
+
 @dataclass(frozen=True)
 class ProofSchedule:
     """The proof's stages for (d, M, η): exploration t ≤ T1, router learning T1 < t ≤ T2 (App. E)."""
@@ -53,6 +105,10 @@ class ProofSchedule:
     M: int
     eta: float
     sigma0: float
+    schedule: str = STATED  # T2 as App. E.2 states it, or re-derived under the constant 2κ (SCHEDULES)
+
+    def __post_init__(self) -> None:
+        validate.choice(self.schedule, "schedule", SCHEDULES)
 
     @property
     def T1(self) -> int:
@@ -61,7 +117,9 @@ class ProofSchedule:
 
     @property
     def T2(self) -> int:
-        """End of router learning, T2 = ⌊η⁻¹M⁻²⌋ (App. E.2)."""
+        """End of router learning: ⌊η⁻¹M⁻²⌋ (App. E.2), or ⌊η⁻¹M⁻²/(2κ)⌋ re-derived under 2κ."""
+        if self.schedule == SHARPENED:
+            return router_learning_end_sharpened(self.eta, self.M)
         return router_learning_end(self.eta, self.M)
 
     @property
@@ -76,9 +134,15 @@ class ProofSchedule:
         return "router learning" if t <= self.T2 else "after T2"
 
 
-def d_for_second_stage(M: int) -> float:
-    """With σ0 = d^(−1/3) (the low end of Thm 4.2's range), T1 < T2 (σ0^0.5 < M⁻²) needs d > M¹²."""
-    return float(M) ** 12
+def d_for_second_stage(M: int, factor: float = 1.0, power: int = 6) -> float:
+    """T1 < T2 for T2 = ⌊η⁻¹M⁻²/factor⌋ needs σ0^0.5 < 1/(factor·M²); with σ0 = d^(−2/power) that is
+    d > (factor·M²)^power: M¹² for the stated T2 at σ0 = d^(−1/3) (power 6), (2κM²)⁶ re-derived under 2κ."""
+    return float(factor * M * M) ** power
+
+
+def log10_d_for_second_stage(M: int, factor: float = 1.0, power: int = 6) -> float:
+    """log10 of `d_for_second_stage`, finite where the threshold overflows (σ0 = d^(−0.01): power 200)."""
+    return power * math.log10(factor * M * M)
 
 
 def theorem_config(d: int, M: int = 8, J: int = 16, eta: float = 0.02, steps: int = 500) -> TrainConfig:
@@ -181,8 +245,11 @@ def make_monitor(data, signals, W0: np.ndarray, sigma0: float) -> Monitor:
 
 
 @threadpool_limits.wrap(limits=1, user_api="blas")  # as train(): the numbers must not depend on threads
-def monitored_run(d: int, seed: int, n_per_d: int = 80, cfg: TrainConfig | None = None) -> dict:
-    """Algorithm 1 on setting 1 at dimension d, n = n_per_d·d: every quantity at every step, f_m at T1.
+def monitored_run(
+    d: int, seed: int, n_per_d: int = 80, cfg: TrainConfig | None = None, schedule: str = STATED
+) -> dict:
+    """Algorithm 1 on setting 1 at dimension d, n = n_per_d·d: every quantity at every step, f_m at T1;
+    `schedule` chooses T2 (SCHEDULES), which only the chain's judge reads.
 
     Returns {'schedule', 'config', 'n', 'series': {name: list per t = 0..T}, 'step_series': {name: list
     per update t = 0..T − 1}, 'min_profession', 'expert_error_T1', 'expert_error_end'}, the expert errors
@@ -197,26 +264,26 @@ def monitored_run(d: int, seed: int, n_per_d: int = 80, cfg: TrainConfig | None 
     plan = resolve(cfg)
     W = init_experts(cfg, d, np.random.default_rng([seed, 0xA1]))
     Theta = np.zeros((d, cfg.M))
-    schedule = ProofSchedule(d, cfg.M, cfg.eta, cfg.sigma0)
+    stages = ProofSchedule(d, cfg.M, cfg.eta, cfg.sigma0, schedule)
     monitor = make_monitor(data, signals, W, cfg.sigma0)
     series: dict[str, list] = {}
     step_series: dict[str, list] = {}
     errors = {}
     for t, step_seed in enumerate(step_seeds(seed, cfg.steps)):
-        for name, value in monitor.measure(W, Theta, batch.s, t <= schedule.T1).items():
+        for name, value in monitor.measure(W, Theta, batch.s, t <= stages.T1).items():
             series.setdefault(name, []).append(value)
-        if t == min(schedule.T1, cfg.steps - 1):
+        if t == min(stages.T1, cfg.steps - 1):
             errors["expert_error_T1"] = _worst_expert_error(batch, W, cfg, monitor)
         W_t = W
         W, Theta, step = algorithm1_step(batch, W, Theta, int(step_seed), plan)
         for name, value in monitor.measure_step(W_t, step).items():
             step_series.setdefault(name, []).append(value)
-    for name, value in monitor.measure(W, Theta, batch.s, cfg.steps <= schedule.T1).items():
+    for name, value in monitor.measure(W, Theta, batch.s, cfg.steps <= stages.T1).items():
         series[name].append(value)
     errors["expert_error_end"] = _worst_expert_error(batch, W, cfg, monitor)
     sizes = [len(m) for m in monitor.sets]
     return {
-        "schedule": schedule,
+        "schedule": stages,
         "config": cfg,
         "n": data.n,
         "series": series,
@@ -261,7 +328,9 @@ def chain_report(run: dict) -> list[StepVerdict]:
     floor = 1 / (math.e * M)
     gap, share = s["min_center_gap"][-1], s["min_routed_share"][-1]
     return [
-        StepVerdict("E.2/E.9", "the stages are ordered: T1 = ⌊η⁻¹σ0^0.5⌋ < T2 = ⌊η⁻¹M⁻²⌋", T1, T2, T1 < T2),
+        StepVerdict(
+            "E.2/E.9", f"the stages are ordered: T1 = ⌊η⁻¹σ0^0.5⌋ < T2 ({sched.schedule})", T1, T2, T1 < T2
+        ),
         StepVerdict(
             "D.4", "every profession M_k is non-empty", run["min_profession"], 1, run["min_profession"] >= 1
         ),

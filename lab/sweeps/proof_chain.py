@@ -18,7 +18,16 @@ from lab.sweeps.tasks import register_task, task_type
 # the d study's finding, which reads the report this task's sweep writes
 FINDINGS = load_findings(Path(__file__).with_name("proof_chain.findings.toml"))
 
-PROOF_CHAIN_DEFAULTS = {"d": 50, "M": 8, "J": 16, "eta": 0.02, "steps": 500, "n_per_d": 80, "seed": 0}
+PROOF_CHAIN_DEFAULTS = {
+    "d": 50,
+    "M": 8,
+    "J": 16,
+    "eta": 0.02,
+    "steps": 500,
+    "n_per_d": 80,
+    "seed": 0,
+    "schedule": "stated",  # T2 as App. E.2 states it, or "sharpened": re-derived under the constant 2κ
+}
 # Quantities of the d study fitted as c·d^slope over runs (the proof states a rate in d for each).
 PROOF_CHAIN_FITTED = (
     "h_inf_T1",
@@ -77,7 +86,8 @@ def proof_chain_table(values: dict[str, list[Any]], results: list[dict[str, Any]
 
 def proof_chain_fits(values: dict[str, list[Any]], runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The values of d, and per fitted quantity its median over seeds at each d and its power-law fit
-    c·d^slope over runs (slope, Student-t interval at FIT_LEVEL, log c)."""
+    c·d^slope over runs (slope, Student-t interval at FIT_LEVEL, log c). A quantity that is 0 in some run
+    (Δ_Θ when every M_k has one expert) has no log–log fit and is left out."""
     import numpy as np
 
     from lab.core.stats import power_law_fit
@@ -87,6 +97,8 @@ def proof_chain_fits(values: dict[str, list[Any]], runs: list[dict[str, Any]]) -
     fits = {}
     for key in PROOF_CHAIN_FITTED:
         y = np.array([r[key] for r in runs], dtype=float)
+        if not (y > 0).all():
+            continue
         slope, (lo, hi), log_c = power_law_fit(d, y, level=FIT_LEVEL)
         median = [float(np.median(y[d == x])) for x in ds]
         fits[key] = {"slope": slope, "interval": [lo, hi], "log_c": log_c, "median": median}
@@ -177,16 +189,60 @@ def routing_trend(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"share": share, "rises": share[-1] > share[0]}
 
 
+def sharpened_schedule(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """T2 re-derived under the lab's routing constant 2κ (`router_learning_end_sharpened`): the factor 2κ,
+    T2 at the study's (η, M) beside the stated T2 and the ⌊η⁻¹M⁻⁴⌋ Lemma 5.1's κM² supports; per M the
+    thresholds on d for T1 < T2 of the three (stated, sharpened, κM²) at σ0 = d^(−1/3), and their log10 at
+    σ0 = d^(−0.01); the sharpened stage at twice the least M's threshold (None if beyond 10^15)."""
+    from lab.chen2022.metrics import UNIFORM_ROUTING
+    from lab.chen2022.proof_monitors import (
+        ProofSchedule,
+        d_for_second_stage,
+        log10_d_for_second_stage,
+        recursion_end,
+        router_learning_end,
+        router_learning_end_sharpened,
+    )
+    from lab.chen2022.routing_tightness import proven_constant
+
+    M, eta, kappa = runs[0]["M"], runs[0]["eta"], UNIFORM_ROUTING.kappa
+    factor = proven_constant(UNIFORM_ROUTING)  # 2κ: T2 = ⌊η⁻¹M⁻²/(2κ)⌋
+    factors = (lambda m: 1.0, lambda m: factor, lambda m: kappa * m * m)  # stated, sharpened, κM²
+    thresholds = [
+        [m]
+        + [d_for_second_stage(m, f(m)) for f in factors]
+        + [log10_d_for_second_stage(m, f(m), power=200) for f in factors]
+        for m in (*SECOND_STAGE_M, M)
+    ]
+    m = SECOND_STAGE_M[0]
+    d = 2 * round(d_for_second_stage(m, factor))
+    example = ProofSchedule(d=d, M=m, eta=eta, sigma0=d ** (-1 / 3), schedule="sharpened")
+    return {
+        "factor": factor,
+        "T2_stated": router_learning_end(eta, M),
+        "T2_sharpened": router_learning_end_sharpened(eta, M),
+        "T2_paper_constant": recursion_end(kappa * M * M, M * M * eta),
+        "thresholds": thresholds,
+        "example": {"d": d, "M": m, "T1": example.T1, "T2": example.T2},
+    }
+
+
 def proof_chain_analysis(values: dict[str, list[Any]], runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Sweep report's analysis: the fits in d (`proof_chain_fits`), the counts per d, the stage schedule,
-    E.3's ratio and the routing trend, each run's parameters and results flattened."""
+    E.3's ratio and the routing trend, each run's parameters and results flattened; for runs under the
+    re-derived schedule also `sharpened_schedule`."""
     fits = proof_chain_fits(values, runs)
-    return fits | {
-        "counts": proof_chain_counts(runs),
-        "schedule": stage_schedule(runs),
-        "e3_ratio": e3_ratio(runs, fits["fits"][E3_RATIO]),
-        "routing": routing_trend(runs),
-    }
+    sharpened = {"sharpened": sharpened_schedule(runs)} if runs[0].get("schedule") == "sharpened" else {}
+    return (
+        fits
+        | {
+            "counts": proof_chain_counts(runs),
+            "schedule": stage_schedule(runs),
+            "e3_ratio": e3_ratio(runs, fits["fits"][E3_RATIO]),
+            "routing": routing_trend(runs),
+        }
+        | sharpened
+    )
 
 
 def report_runs(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -222,6 +278,14 @@ def proof_chain_figure(report: dict[str, Any]) -> Any:
     fig, axes = plt.subplots(rows, COLUMNS, figsize=(4.6 * COLUMNS, 3.8 * rows), squeeze=False)
     for ax, (key, label, rate, exponent) in zip(axes.ravel(), RATE_PANELS, strict=False):
         values = np.array([m[key] for m in metrics], dtype=float)
+        if key not in analysis["fits"]:  # 0 in some run: the runs alone, on a linear axis
+            ax.scatter(d, values, s=12, color="tab:blue", alpha=0.5, linewidths=0)
+            ax.set_xscale("log")
+            ax.set_xticks(ds, [f"{x:g}" for x in ds])
+            ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
+            ax.set_xlabel("d")
+            ax.set_title(f"{label} (not fitted: 0 in some run)", fontsize=9)
+            continue
         _rate_panel(ax, (d, values), ds, analysis["fits"][key], analysis["level"], (rate, exponent))
         ax.set_title(label, fontsize=9)
     for ax in axes.ravel()[len(RATE_PANELS) :]:
@@ -269,4 +333,5 @@ def proof_chain(params: dict[str, Any]) -> dict[str, Any]:
 
     p = task_type("proof-chain").with_defaults(params)
     cfg = proof_monitors.theorem_config(p["d"], M=p["M"], J=p["J"], eta=p["eta"], steps=p["steps"])
-    return proof_monitors.summary(proof_monitors.monitored_run(p["d"], p["seed"], p["n_per_d"], cfg))
+    run = proof_monitors.monitored_run(p["d"], p["seed"], p["n_per_d"], cfg, p["schedule"])
+    return proof_monitors.summary(run)

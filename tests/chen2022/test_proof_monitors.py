@@ -14,11 +14,16 @@ from lab.chen2022.proof_monitors import (
     d_for_second_stage,
     exploration_end,
     first_failure,
+    log10_d_for_second_stage,
     monitored_run,
+    recursion_end,
     router_learning_end,
+    router_learning_end_sharpened,
     summary,
     theorem_config,
 )
+from lab.chen2022.routing import Gaussian
+from lab.core.errors import InputError
 from lab.sweeps.tasks import task_type
 
 
@@ -42,6 +47,53 @@ def test_the_stage_ends_are_the_one_formula_the_schedule_and_the_checks_use():
         == (exploration_end(sched.sigma0, 0.02), router_learning_end(0.02, 2))
         == (11, 12)
     )
+
+
+@pytest.mark.parametrize(
+    ("eta", "M", "T2"), [(0.02, 8, 0), (0.02, 4, 1), (0.02, 2, 6), (1e-3, 2, 125), (1e-3, 4, 31)]
+)
+def test_the_sharpened_end_is_the_stated_one_over_two_kappa(eta, M, T2):
+    """Under 2κ (κ = 1, Unif[0, 1]) E.14's exponent 2κ·η_r·T2 ≤ 1 with η_r = M²η: T2 = ⌊η⁻¹M⁻²/2⌋."""
+    assert router_learning_end_sharpened(eta, M) == T2 == recursion_end(2.0, M * M * eta)
+    assert T2 == router_learning_end(eta, M) // 2  # ⌊⌊x⌋/2⌋ = ⌊x/2⌋: the stated end halved
+
+
+def test_the_sharpened_end_reads_the_noises_density_and_kappa_m2_supports_only_m_to_the_minus_4():
+    # Gaussian noise N(0, s²) has κ = 1/(s√(2π)): a wider noise is smoother and lengthens the stage
+    wide = Gaussian(scale=4.0)
+    assert router_learning_end_sharpened(1e-3, 2, wide) == math.floor(1 / (2 * wide.kappa * 4e-3))
+    assert router_learning_end_sharpened(1e-3, 2, wide) > router_learning_end_sharpened(1e-3, 2)
+    # the paper's own constant κM² in the same step supports only T2 = ⌊η⁻¹M⁻⁴⌋
+    assert recursion_end(4.0, 4 * 1e-3) == math.floor(1 / (16 * 1e-3)) == 62
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: recursion_end(0.0, 0.1), "routing_constant"),
+        (lambda: recursion_end(2.0, -1.0), "eta_r"),
+        (lambda: router_learning_end_sharpened(0.0, 4), "eta"),
+        (lambda: router_learning_end_sharpened(0.02, 0), "M"),
+        (lambda: ProofSchedule(50, 4, 0.02, 0.3, schedule="sharp"), "schedule"),
+    ],
+)
+def test_the_sharpened_schedule_refuses_bad_input_by_name(call, name):
+    with pytest.raises((InputError, TypeError, ValueError), match=name):
+        call()
+
+
+def test_under_the_sharpened_end_the_stage_needs_d_above_2_kappa_m2_to_the_6():
+    """T1 < T2♯ iff σ0^0.5 < 1/(2M²): at σ0 = d^(−1/3), d > (2M²)⁶ (M = 2: 8⁶ = 262144); the floors
+    decide at the threshold itself, so the check is a factor 2 either side, at a small η."""
+    assert d_for_second_stage(2, 2.0) == 8.0**6 and d_for_second_stage(4, 2.0) == 32.0**6
+    assert log10_d_for_second_stage(4, 2.0, power=200) == pytest.approx(200 * math.log10(32))
+    for M in (2, 3):
+        d = d_for_second_stage(M, 2.0)
+        below = ProofSchedule(round(d / 2), M, 1e-5, (d / 2) ** (-1 / 3), schedule="sharpened")
+        above = ProofSchedule(round(2 * d), M, 1e-5, (2 * d) ** (-1 / 3), schedule="sharpened")
+        assert not below.second_stage_exists and above.second_stage_exists
+        # the stated T2 is twice as long: its stage already exists below the sharpened threshold
+        assert dataclasses.replace(below, schedule="stated").second_stage_exists
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +164,47 @@ def test_the_sweep_task_runs_one_small_monitored_run():
     result = task.run({"d": 16, "M": 4, "J": 4, "steps": 8, "n_per_d": 20, "seed": 1})
     assert result["d"] == 16 and result["n"] == 320 and result["steps"] == 8
     assert set(result["chain"]) == {"E.2/E.9", "D.4", "E.1", "E.4", "E.10", "E.18", "Thm 4.2"}
+    assert result["T2"] == router_learning_end(0.02, 4)  # the default schedule is the paper's
+
+
+@pytest.fixture(scope="module")
+def sharpened_run():
+    """The staged run's setting under T2 re-derived with 2κ: T1 = 1 < T2 = ⌊1/(2·16·0.01)⌋ = 3."""
+    cfg = dataclasses.replace(theorem_config(16, M=4, J=4, eta=0.01, steps=12), sigma0=1e-4)
+    return monitored_run(16, seed=3, n_per_d=20, cfg=cfg, schedule="sharpened")
+
+
+def test_the_sharpened_schedule_changes_only_t2_and_the_window_e10_is_judged_on(staged_run, sharpened_run):
+    assert (sharpened_run["schedule"].T1, sharpened_run["schedule"].T2) == (1, 3)
+    assert sharpened_run["series"] == staged_run["series"]  # the run itself does not depend on T2
+    chain = {v.lemma: v for v in chain_report(sharpened_run)}
+    gates = sharpened_run["step_series"]["min_chosen_gate"]
+    assert chain["E.2/E.9"].holds is True and chain["E.10"].measured == min(gates[2:4])
+
+
+def test_under_the_sharpened_schedule_a_starved_gate_in_its_window_is_the_first_failure(sharpened_run):
+    """Negative control: a gate below 1/(eM) at t = 3 ≤ T2♯ breaks E.10; the same gate at t = 5, inside the
+    stated T2 = 6 but after T2♯, is outside the sharpened window and is not judged."""
+    run = copy.deepcopy(sharpened_run)
+    run["min_profession"] = 1
+    run["step_series"]["min_chosen_gate"][3] = 1e-3
+    assert first_failure(chain_report(run)) == "E.10"
+    late = copy.deepcopy(sharpened_run)
+    late["min_profession"] = 1
+    late["step_series"]["min_chosen_gate"][5] = 1e-3
+    assert {v.lemma: v.holds for v in chain_report(late)}["E.10"] is True
+    late["schedule"] = dataclasses.replace(late["schedule"], schedule="stated")
+    assert first_failure(chain_report(late)) == "E.10"
+
+
+def test_the_sweep_task_takes_the_schedule_as_a_parameter():
+    task = task_type("proof-chain")
+    params = {"d": 16, "M": 4, "J": 4, "steps": 4, "n_per_d": 20, "seed": 1, "eta": 0.01}
+    stated, sharpened = task.run(params), task.run({**params, "schedule": "sharpened"})
+    assert (stated["T2"], sharpened["T2"]) == (6, 3)
+    assert {k: v for k, v in stated.items() if k != "T2"} == {k: v for k, v in sharpened.items() if k != "T2"}
+    with pytest.raises(InputError, match="schedule"):
+        task.run({**params, "schedule": "tight"})
 
 
 def _blas_threads() -> int:
