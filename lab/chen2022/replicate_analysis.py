@@ -13,7 +13,13 @@ a summary, from every summary the folder holds. Its fields (format `ANALYSIS_FOR
 - `stalled`: the stated-model nonlinear-MoE runs of the full-tier Table 1 and Table 3 summaries, a run
   of both tables counted once (a seed's float64 and float32 runs are two runs): how many end below
   `below` % (their rate with its `level` Clopper–Pearson interval), the lowest, the median of the others;
-- `same_init`: per variant, the span of Table 10's cell means (same-init MoEs), beside the paper's span.
+- `same_init`: per variant, the span of Table 10's cell means (same-init MoEs), beside the paper's span;
+- `agreement`: per variant with a full-tier float64 Table 3 summary (else Table 1), each cell and setting
+  against the paper's mean ± sd "over ten random experiments" (Table 1's caption; `PAPER_RUNS`): the
+  `level` Welch interval of lab − paper mean (a one-sample Student-t interval of the lab's mean where the
+  paper prints no sd), whether it holds 0 (`mean_agrees`), and where the paper prints an sd, the `level`
+  F interval of the ratio lab sd ÷ paper sd and whether it holds 1 (`spread_agrees`). A cell agrees with
+  the paper when both hold (the lab's rule: the paper defines no test of reproduction).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import itertools
 import json
 
 import numpy as np
+from scipy import stats
 
 from lab.chen2022.replicate_report import PAIR_LEVEL, accuracy_by_seed, cell_statistics, paired_difference
 from lab.chen2022.runs import ARITHMETIC, VARIANTS
@@ -34,6 +41,8 @@ ANALYSIS_FORMAT = "moe-lab replicate analysis 1"
 STALL_BELOW = 95.0  # test accuracy (%) under which a nonlinear-MoE run counts as stalled
 STALL_LEVEL = 0.95  # two-sided level of the stalled rate's Clopper–Pearson interval
 MOVED_BY = 1.0  # points of test accuracy: a float32 / float64 pair further apart counts as moved
+AGREEMENT_LEVEL = 0.95  # two-sided level of the Welch and F intervals of a cell against the paper
+PAPER_RUNS = 10  # Table 1's caption: "Over ten random experiments, we report the average value ± sd"
 
 
 def describe(payload: dict) -> tuple[str, str, str, str, str]:
@@ -179,12 +188,74 @@ def same_init_levels(summaries: dict[str, dict]) -> dict | None:
     return {"levels": levels, "paper": [min(papers), max(papers)]} if levels else None
 
 
+def cell_agreement(lab: list[float], paper_mean: float, paper_sd: float | None) -> dict:
+    """One cell and setting against the paper's mean (and sd over `PAPER_RUNS` runs): the Welch interval
+    of lab − paper, and the F interval of lab sd ÷ paper sd, both at `AGREEMENT_LEVEL` (module)."""
+    x = np.asarray(lab, dtype=float)
+    n, mean, sd = x.size, float(x.mean()), float(x.std(ddof=1))
+    tail = 0.5 + AGREEMENT_LEVEL / 2
+    if paper_sd is None:
+        se, df = sd / np.sqrt(n), n - 1
+    else:
+        a, b = sd**2 / n, paper_sd**2 / PAPER_RUNS
+        se = float(np.sqrt(a + b))
+        df = (a + b) ** 2 / (a**2 / (n - 1) + b**2 / (PAPER_RUNS - 1))  # Welch–Satterthwaite
+    half = float(stats.t.ppf(tail, df) * se)
+    row = {
+        "runs": n,
+        "mean": mean,
+        "sd": sd,
+        "paper": paper_mean,
+        "paper_sd": paper_sd,
+        "difference": mean - paper_mean,
+        "interval": [mean - paper_mean - half, mean - paper_mean + half],
+        "mean_agrees": bool(abs(mean - paper_mean) <= half),
+        "sd_ratio": None,
+        "sd_ratio_interval": None,
+        "spread_agrees": None,
+    }
+    if paper_sd is not None and paper_sd > 0:
+        ratio = sd / paper_sd
+        f = stats.f.ppf([tail, 1 - tail], n - 1, PAPER_RUNS - 1)
+        low, high = float(ratio / np.sqrt(f[0])), float(ratio / np.sqrt(f[1]))
+        row |= {"sd_ratio": ratio, "sd_ratio_interval": [low, high], "spread_agrees": bool(low <= 1 <= high)}
+    return row
+
+
+def agreement(summaries: dict[str, dict]) -> dict | None:
+    """Per variant, the full-tier float64 Table 3 summary's cells (else Table 1's) against the
+    paper, by `cell_agreement` (module)."""
+    variants = []
+    for variant in VARIANTS:
+        for target in ("table3", "table1"):
+            names = [
+                n
+                for n, p in sorted(summaries.items())
+                if describe(p)[:4] == (target, variant, "full", "float64")
+            ]
+            if names:
+                break
+        if not names:
+            continue
+        runs, rows = summaries[names[0]]["runs"], []
+        for cell in TARGETS[target]:
+            for setting in sorted(cell.paper):
+                lab = list(accuracy_by_seed(runs, cell, setting).values())
+                if len(lab) > 1:
+                    paper_mean, paper_sd = cell.paper[setting][:2]
+                    agree = cell_agreement(lab, paper_mean, paper_sd)
+                    rows.append({"cell": cell.label, "setting": setting} | agree)
+        variants.append({"variant": variant, "summary": names[0], "rows": rows})
+    return {"level": AGREEMENT_LEVEL, "paper_runs": PAPER_RUNS, "variants": variants} if variants else None
+
+
 def replicate_analysis(summaries: dict[str, dict]) -> dict:
     """The statistics over the summaries (by file name) that the analysis stores (see the module)."""
     return {
         "precision": precision(summaries),
         "stalled": stalled_runs(summaries),
         "same_init": same_init_levels(summaries),
+        "agreement": agreement(summaries),
     }
 
 

@@ -5,6 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lab.chen2022.replicate import is_summary, write_analysis
@@ -54,3 +55,32 @@ def test_summaries_without_their_analysis_are_refused_by_name(results):
     (results / "replicate" / ANALYSIS_NAME).unlink()
     with pytest.raises(ResultsError, match=rf"{ANALYSIS_NAME}: no such file"):
         load_results(results)
+
+
+def test_a_cell_against_the_paper_is_scipys_welch_test_and_f_interval():
+    from scipy import stats
+
+    from lab.chen2022.replicate_analysis import AGREEMENT_LEVEL, PAPER_RUNS, cell_agreement
+
+    lab = [96.0, 99.5, 99.7, 88.0, 99.9, 99.6, 97.0, 99.8, 99.1, 98.2]
+    row = cell_agreement(lab, 99.46, 0.55)
+    welch = stats.ttest_ind_from_stats(
+        np.mean(lab), np.std(lab, ddof=1), len(lab), 99.46, 0.55, PAPER_RUNS, equal_var=False
+    )
+    assert row["mean_agrees"] == (welch.pvalue > 1 - AGREEMENT_LEVEL)
+    low, high = row[
+        "sd_ratio_interval"
+    ]  # F interval of the sd ratio: holds 1 iff the two-sided F test passes
+    f = (np.std(lab, ddof=1) / 0.55) ** 2
+    p = 2 * min(stats.f.cdf(f, 9, 9), stats.f.sf(f, 9, 9))
+    assert row["spread_agrees"] == (p > 1 - AGREEMENT_LEVEL) == (low <= 1 <= high)
+    assert not row["spread_agrees"]  # one stalled run against the paper's sd 0.55: the spread differs
+
+
+def test_a_cell_without_the_papers_sd_is_a_one_sample_interval_and_no_spread_test():
+    from lab.chen2022.replicate_analysis import cell_agreement
+
+    lab = [74.5, 74.9, 75.3, 74.7, 75.1]
+    near, far = cell_agreement(lab, 74.9, None), cell_agreement(lab, 76.0, None)
+    assert near["mean_agrees"] and not far["mean_agrees"]
+    assert near["spread_agrees"] is None and near["sd_ratio_interval"] is None
