@@ -47,7 +47,7 @@ def configure(parser: argparse.ArgumentParser):
         if args.plugins and Path(args.out).resolve() == Path("docs").resolve():
             raise UsageError("--plugins needs an --out DIR other than docs, the lab's own committed pages")
         try:
-            pages = render_all(args.results, args.sweeps, plugins=args.plugins)
+            pages = render_all(args.results, args.sweeps, plugins=args.plugins, out=args.out)
         except ResultsError as exc:
             print(f"python -m lab docs: error: {exc}", file=sys.stderr)
             return 2

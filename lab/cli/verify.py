@@ -4,34 +4,50 @@ A check that raises or returns a malformed record gives its claims an `error` re
 check, its module and package and the exception (the traceback too with MOE_LAB_DEBUG=1), and every
 other check still runs; premise records of a claim without a negative control read `uncontrolled`
 unless a check of the claim is registered `report_only`. Either fails the run (exit 1).
+
+`--compare FILE` sets the fresh records beside a committed run's, record by record, and names what
+differs between the two runs' environments (`lab.core.compare`); a changed verdict or outcome, or a
+record the run no longer makes, fails the run too. FILE is read before any check runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import re
 import sys
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 
 from lab.cli.kernel_cache import compile_in_child, every_training_config
 from lab.cli.main import UsageError, interrupted, nonnegative_int, positive_int
 from lab.core import registry
+from lab.core.compare import compare_runs, comparison_report
+from lab.core.errors import InputError
 from lab.core.io import check_writable, write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
-from lab.core.provenance import versions
+from lab.core.provenance import environment, versions
 from lab.core.records import RECORD_JSON, Record
 from lab.core.registry import register_command
-from lab.core.schema import INT, TEXT, Each
+from lab.core.schema import INT, OBJECT, TEXT, Each, ResultsError, load
 from lab.core.verdict_report import markdown_report
 from lab.sweeps.sweep import machine_cores
 from lab.sweeps.tasks import pinned_threads
 
-VERIFY_FILE = {"records": Each(RECORD_JSON, "record", least=1), "seed": INT, "tier": TEXT}  # --json's schema
+VERIFY_RECORD = {**RECORD_JSON, "key": TEXT}
+VERIFY_FILE = {  # --json's schema; files from before the lab recorded its environment lack that field
+    "records": Each(VERIFY_RECORD, "record", least=1),
+    "seed": INT,
+    "tier": TEXT,
+    "versions? environment?": OBJECT,
+}
+WHAT = "the output of `python -m lab verify --json`"
 
 
 def _parse_only(text: str | None) -> list[str] | None:
@@ -55,6 +71,14 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
     parser.add_argument("--markdown", metavar="PATH", help="also write the report as Markdown")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument(
+        "--compare",
+        metavar="FILE",
+        help="compare the records with a committed run's --json FILE (e.g. results/verify.json), matched "
+        "by claim and key: identical, equal within rounding, differs, new or missing, and what differs "
+        "between the two machines; exit 1 if a verdict or outcome changed or a record is missing (with "
+        "--only, the file's records of other claims are not compared)",
+    )
+    parser.add_argument(
         "--jobs",
         type=positive_int,
         default=1,
@@ -69,6 +93,7 @@ def run_verify(args: argparse.Namespace) -> int:
     for path, what in ((args.json, "--json"), (args.markdown, "--markdown")):
         if path:
             check_writable(path, what)
+    committed = read_committed(args.compare, args.seed, args.tier) if args.compare else None
     checks = registry.checks(only)
     # every check then runs the kernels as cached; the model kernels only if a chosen check runs them
     compile_in_child(every_training_config() if any(c.training_kernels for c in checks) else [])
@@ -86,15 +111,42 @@ def run_verify(args: argparse.Namespace) -> int:
     print(report, end="")
     if args.markdown:
         write_text_atomic(args.markdown, report)
+    with pinned_threads(check_threads(args.jobs)) if args.jobs > 1 else contextlib.nullcontext():
+        where = environment()  # the threads a check ran on: in a worker, its share of the cores
+    payload = {
+        "records": [r.to_json() for r in records],
+        "seed": args.seed,
+        "tier": args.tier,
+        "versions": versions(registry.origin(c).package for c in checks if not registry.is_own(c)),
+        "environment": where,
+    }
     if args.json:
-        payload = {
-            "records": [r.to_json() for r in records],
-            "seed": args.seed,
-            "tier": args.tier,
-            "versions": versions(),
-        }
         write_json_atomic(args.json, payload)
-    return 0 if all(r.ok for r in records) else 1
+    status = 0 if all(r.ok for r in records) else 1
+    if committed is not None:
+        comparison = compare_runs(payload, committed, only)
+        print("\n" + comparison_report(comparison, args.compare), end="")
+        status = max(status, int(comparison.failed))
+    return status
+
+
+def read_committed(path: str, seed: int, tier: str) -> dict:
+    """The verify file `path` to compare with, refused in one line (InputError) before any compute: not
+    a verify file (this lab's schema), two records with one (claim, key), or another seed or tier."""
+    try:
+        data = load(Path(path), VERIFY_FILE, WHAT)
+    except ResultsError as exc:
+        raise InputError(f"--compare: {exc}") from None
+    keys = Counter((r["claim"], r["key"]) for r in data["records"])
+    twice = [f"{claim}/{key}" for (claim, key), n in keys.items() if n > 1]
+    if twice:
+        raise InputError(f"--compare: {path}: more than one record of {', '.join(twice)}")
+    if (data["seed"], data["tier"]) != (seed, tier):
+        raise InputError(
+            f"--compare: {path} holds seed {data['seed']} at tier {data['tier']!r}, this run seed {seed} "
+            f"at tier {tier!r}: give the same --seed and --tier"
+        )
+    return data
 
 
 def run_checks(
@@ -112,7 +164,7 @@ def run_checks(
             found.append(records)
         return found
     first = sorted(checks, key=lambda c: not c.training_kernels)
-    threads = max(1, machine_cores() // jobs)
+    threads = check_threads(jobs)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
         futures = {c.name: pool.submit(_run_named, c.name, seed, tier, threads) for c in first}
@@ -123,6 +175,11 @@ def run_checks(
             pool.shutdown(cancel_futures=True)
             raise
         return [futures[c.name].result()[0] for c in checks]
+
+
+def check_threads(jobs: int) -> int:
+    """The threads (BLAS and Numba) of each of `jobs` worker processes: its share of the cores."""
+    return max(1, machine_cores() // jobs)
 
 
 def _run_named(name: str, seed: int, tier: str, threads: int) -> tuple[list[Record], str]:

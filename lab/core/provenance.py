@@ -17,19 +17,71 @@ import ast
 import functools
 import hashlib
 import platform
-from importlib.metadata import PackageNotFoundError, version
+import re
+from collections.abc import Iterable
+from importlib.metadata import PackageNotFoundError, distributions, version
 from pathlib import Path
 
 
-def versions() -> dict[str, str]:
-    """Versions of the interpreter and the numerical stack, for every JSON report."""
+def versions(plugins: Iterable[str] = ()) -> dict[str, str]:
+    """Versions of the interpreter and the numerical stack, for every JSON report; and of each installed
+    distribution named in `plugins` as its metadata names it (the packages whose checks ran, as
+    `lab.core.registry.origin` names them; a name no distribution has is left out)."""
     found = {"python": platform.python_version()}
     for dist in ("moe-lab", "numpy", "scipy", "numba", "hypothesis"):
         try:
             found[dist] = version(dist)
         except PackageNotFoundError:
             found[dist] = "not installed"
+    wanted = set(plugins) - set(found)
+    found |= dict(
+        sorted((d.metadata["Name"], d.version) for d in distributions() if d.metadata["Name"] in wanted)
+    )
     return found
+
+
+def environment() -> dict[str, str]:
+    """What else sets a run's last bits: CPU, the SIMD level NumPy dispatches to, the CPU Numba compiles
+    for, the BLAS library with its kernel, and the threads of BLAS and Numba (each "unknown" if unread)."""
+    import numba  # here, not at the top: a fingerprint needs no Numba
+    from threadpoolctl import threadpool_info
+
+    blas = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    return {
+        "cpu": _cpu_model(),
+        "simd": _numpy_simd(),
+        "numba_cpu": _numba_cpu(),
+        "blas": "; ".join(f"{b['internal_api']} {b['version']} ({b['architecture']})" for b in blas)
+        or "unknown",
+        "blas_threads": "; ".join(str(b["num_threads"]) for b in blas) or "unknown",
+        "numba_threads": str(numba.get_num_threads()),
+    }
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo, else what `platform` knows)."""
+    try:
+        found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE)
+    except OSError:
+        found = None
+    return found.group(1).strip() if found else platform.processor() or platform.machine() or "unknown"
+
+
+def _numpy_simd() -> str:
+    """The highest SIMD target NumPy dispatches to on this CPU (its baseline if it dispatches to none)."""
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # NumPy 1.x, which the lock file does not pin
+        return "unknown"
+    running = [t for t in umath.__cpu_dispatch__ if umath.__cpu_features__.get(t)]
+    return (running or umath.__cpu_baseline__ or ["unknown"])[-1]
+
+
+def _numba_cpu() -> str:
+    """The CPU LLVM compiles Numba's kernels for (its name says the vector instructions it may use)."""
+    from llvmlite import binding
+
+    return binding.get_host_cpu_name()
 
 
 SCIENCE_PACKAGES = ("lab.kernels", "lab.chen2022", "lab.makkuva2020", "lab.shazeer2017")

@@ -150,10 +150,11 @@ def derived_verdict(
 ) -> str | None:
     """The verdict `rule` gives these numbers (None for "report" and "judged", which compute none).
 
-    upper: the CI's upper end (else measured) ≤ bound, within `params["rtol"]` of the bound; strict-upper:
-    < bound; lower / strict-lower: the CI's lower end (else measured) ≥ / > bound; not-below: a floor refuted
-    only when the whole CI lies below it; equal: the bound lies in the CI (else |measured − bound| ≤
-    rtol·|bound|)."""
+    upper: the CI's upper end (else measured) ≤ bound, within `params["rtol"]` of the bound (relative,
+    bound·(1 + rtol); against a zero bound, where a relative allowance is none, an absolute one: ≤ rtol);
+    strict-upper: < bound; lower / strict-lower: the CI's lower end (else measured) ≥ / > bound;
+    not-below: a floor refuted only when the whole CI lies below it; equal: the bound lies in the CI
+    (else |measured − bound| ≤ rtol·|bound|)."""
     if rule in ("report", "judged"):
         return None
     if measured is None or bound is None:
@@ -185,6 +186,12 @@ def slack_ratio(bound: float, measured: float) -> float | None:
     return ratio if math.isfinite(ratio) else None
 
 
+def shown_slack(slack: float | None, bound: float | None) -> float | None:
+    """The slack a report prints: none against a zero bound, where bound ÷ measured is 0 for every positive
+    measured value and says nothing of the room left (the allowance there is absolute: `derived_verdict`)."""
+    return None if bound == 0 else slack
+
+
 def upper_bound_record(
     *,
     claim: str,
@@ -201,7 +208,10 @@ def upper_bound_record(
     """Record for a claim `measured ≤ bound`; with a CI the verdict is decided by its upper end.
 
     `rtol` is for exact (non-Monte-Carlo) comparisons only: floating-point round-off allowance
-    relative to the bound, stated in the params so it is never a hidden tolerance.
+    relative to the bound (measured ≤ bound·(1 + rtol)), stated in the params so it is never a hidden
+    tolerance. Against a zero bound a relative allowance would be none, so there it is absolute:
+    measured ≤ rtol (a deviation that must vanish, judged within a stated round-off). The slack
+    stored is bound ÷ measured; reports print none against a zero bound (`shown_slack`).
     """
     if rtol:
         params = {**params, "rtol": rtol}

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from lab.core.records import Record
+from lab.core.records import Record, shown_slack
 from lab.core.registry import claim_order
 
 
@@ -60,9 +60,10 @@ def records_table(records: Sequence[Record]) -> str:
         "|" + "---|" * 10,
     ]
     for r, params in zip(records, distinguishing_params(records), strict=True):
+        slack = fmt(shown_slack(r.slack, r.bound))
         rows.append(
             f"| {r.claim} | {r.kind} | {_cell(r.statement)} | {params_cell(params)} | {fmt(r.measured)} | "
-            f"{fmt(r.bound)} | {fmt_ci(r.ci)} | {r.verdict} | {fmt(r.slack)} | {r.outcome} |"
+            f"{fmt(r.bound)} | {fmt_ci(r.ci)} | {r.verdict} | {slack} | {r.outcome} |"
         )
     return "\n".join(rows)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from lab.core import registry
 from lab.core.descriptions import Claim, Paper
+from lab.core.records import shown_slack
 from lab.core.registry import Check, claim_order
 from lab.docs.catalogue import Catalogue, package_of
 from lab.docs.lab_choices import CHOICES
@@ -25,6 +26,30 @@ class ClaimView:
     about: Claim | None
     checks: list[Check]
     records: list[dict[str, Any]]  # every record of the claim, file order
+
+    @property
+    def errored(self) -> bool:
+        """Whether a check of the claim raised or returned a malformed record (`verify` wrote `error`)."""
+        return any(r["outcome"] == "error" for r in self.records)
+
+    @property
+    def listed(self) -> list[str]:
+        """The record keys its description lists, which its table names first (a key the results lack
+        stops the render): none when they hold no record of it; those they hold when a check errored."""
+        keys = list(self.about.records) if self.about and self.records else []
+        held = {r.get("key") for r in self.records}
+        return [k for k in keys if k in held] if self.errored else keys
+
+
+@dataclass(frozen=True)
+class PluginSource:
+    """A plugin's page: its package, the verify file its verdicts come from, and the commands that
+    refresh them and render its pages (`python -m lab docs` alone never renders a plugin's)."""
+
+    package: str
+    verify_file: str
+    verify_command: str
+    docs_command: str
 
 
 def plugin_checks() -> dict[str | None, list[Check]]:
@@ -48,8 +73,9 @@ def check_choices(claim_id: str, records: list[dict[str, Any]]) -> list[tuple[st
     return rows
 
 
-# the claims templates' own helper (claim.md.j2 and the pages that include it)
+# the claims templates' own helpers (claim.md.j2 and the pages that include it)
 ENVIRONMENT.globals["choices"] = check_choices
+ENVIRONMENT.globals["slack"] = lambda r: num(shown_slack(r.get("slack"), r.get("bound")))
 
 
 def claim_views(
@@ -73,17 +99,22 @@ def claims_page(
     checks: list[Check],
     catalogue: Catalogue,
     findings: list[str] = (),
+    plugin: PluginSource | None = None,
 ) -> str:
     """docs/claims/<paper>.md: the claims the catalogue puts on `paper`, those of checks in its folder and
-    those of records of either; then `findings`, rendered (a plugin's findings on its paper)."""
+    those of records of either; then `findings`, rendered (a plugin's findings on its paper, `plugin`
+    saying where its verdicts come from)."""
     ids = {c for c, about in catalogue.claims.items() if about.paper == paper.name}
     ids |= {c for check in checks for c in check.claims if catalogue.paper_of(c, check) == paper.name}
     claims = claim_views(ids, results, checks, catalogue)
     page = f"claims/{paper.name}.md"
-    return render("claims.md.j2", page, results, paper=paper, claims=claims, findings=findings)
+    context = {"paper": paper, "claims": claims, "findings": findings, "plugin": plugin}
+    return render("claims.md.j2", page, results, **context)
 
 
-def plugin_page(package: str, results: Results, checks: list[Check], catalogue: Catalogue) -> str | None:
+def plugin_page(
+    plugin: PluginSource, results: Results, checks: list[Check], catalogue: Catalogue
+) -> str | None:
     """docs/claims/<package>.md for the claims of an installed plugin on none of its papers (only with
     `python -m lab docs --plugins`); None when every claim is on one of its papers."""
     ids = {c for check in checks for c in check.claims if catalogue.paper_of(c, check) is None}
@@ -91,4 +122,5 @@ def plugin_page(package: str, results: Results, checks: list[Check], catalogue: 
     if not ids:
         return None
     claims = claim_views(ids, results, checks, catalogue)
-    return render("plugin.md.j2", f"claims/{package}.md", results, package=package, claims=claims)
+    page = f"claims/{plugin.package}.md"
+    return render("plugin.md.j2", page, results, package=plugin.package, claims=claims, plugin=plugin)

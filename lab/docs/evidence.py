@@ -8,6 +8,7 @@ from typing import Any
 
 from lab.chen2022.replicate_analysis import replicate_analysis as analysis_of
 from lab.chen2022.tables import TARGETS
+from lab.core.records import shown_slack
 from lab.docs.markdown import fixed, interval, num, table
 from lab.docs.results import Replication, Results
 
@@ -27,7 +28,7 @@ def record_rows(rs: Iterable[dict[str, Any] | None]) -> str:
             num(r.get("measured")),
             num(r.get("bound")),
             interval(r.get("ci")),
-            num(r.get("slack")),
+            num(shown_slack(r.get("slack"), r.get("bound"))),
             r["outcome"],
         )
         for r in rs

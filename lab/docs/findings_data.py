@@ -173,15 +173,30 @@ def paper_accuracy(target: str, setting: int, **params: Any) -> float:
     return cell.paper[setting][0]
 
 
+def errored_claims(item: Finding, results: Results) -> list[str]:
+    """The claims a finding rests on whose check errored (an `error` record) and left out a record it
+    lists, in claim order."""
+    held = {(r["claim"], r.get("key")) for r in results.records}
+    errored = {r["claim"] for r in results.records if r["outcome"] == "error"}
+    lacking = {claim for claim, key in item.records if claim in errored and (claim, key) not in held}
+    return sorted(lacking, key=registry.claim_order)
+
+
 def render_finding(page: str, item: Finding, results: Results) -> str:
     """One finding: anchor, `###` title, Evidence line (its details rendered), then its text; or, when the
     results hold no record at all of a claim it rests on (a claim they never ran), its grades and the
-    command that makes the records."""
+    command that makes the records; or, when a check of such a claim errored, its grades and that."""
     ran = {r["claim"] for r in results.records}
     if absent := sorted({claim for claim, _ in item.records} - ran, key=registry.claim_order):
         claims = ",".join(absent)
         grade = evidence(*((g, f"the {claims} records, not in these results yet") for g, _ in item.evidence))
         return finding(item.name, item.title, grade, verify_missing(claims))
+    if errored := errored_claims(item, results):
+        claims = ",".join(errored)
+        grade = evidence(*((g, f"the {claims} records: a check errored") for g, _ in item.evidence))
+        said = f"*A check of {claims} errored in these results*, so the records this finding rests on are "
+        said += f"missing; its claims' pages say what went wrong. `python -m lab verify --only {claims}`"
+        return finding(item.name, item.title, grade, said + " runs it again.")
     variables = _Reader(page, item, results).context()
 
     def fragment(source: str) -> str:

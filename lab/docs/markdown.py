@@ -68,10 +68,11 @@ def interval(ci: Sequence[float] | None, digits: int = 3) -> str:
 
 
 def basis(r: dict[str, Any], part: str = "all") -> str:
-    """A record's interval basis, from its `extra["interval"]` (`lab.core.stats.interval_basis`): part
+    """A record's interval basis, from its `extra["interval"]` (or a result's own `interval`, both from
+    `lab.core.stats.interval_basis`): part
     "all" gives `99 % Clopper–Pearson, n = 20000 samples`; "level" `99 %`; "method"; "n" `20000`; "size"
     `n = 20000 samples`. A record without one stops the render: a level or a size is never typed."""
-    found = (r.get("extra") or {}).get("interval")
+    found = (r.get("extra") or {}).get("interval") or r.get("interval")  # a record's, or a result's own
     where = f"record {r.get('claim')}/{r.get('key')}"
     if not isinstance(found, dict):
         raise ResultsError(f"{where} has no extra.interval to print its level and size from")

@@ -74,7 +74,10 @@ def record_by_key(results: Results, claim: str, key: str, page: str = "") -> dic
     if len(found) != 1:
         problem = "no record" if not found else f"{len(found)} records"
         where = f"{page}: " if page else ""
-        raise ResultsError(f"{where}verify results: {problem} of claim {claim} with key {key!r}")
+        mine = [r for r in results.records if r["claim"] == claim]
+        errors = [r["statement"] for r in mine if r.get("outcome") == "error"]
+        why = f" (a check of {claim} errored: {errors[0]})" if errors and not found else ""
+        raise ResultsError(f"{where}verify results: {problem} of claim {claim} with key {key!r}{why}")
     return found[0]
 
 
@@ -114,7 +117,7 @@ def load_analysis(path: Path, summaries: list[Path]) -> dict[str, Any] | None:
         rewrite = f"`python -m lab replicate TARGET --out {path.parent}` writes it"
         raise ResultsError(f"{path}: no such file; {rewrite}")
     tables = Is("a list, an object or null", lambda v: v is None or isinstance(v, list | dict))
-    schema = {"summaries": OBJECT, "precision stalled same_init": tables}
+    schema = {"summaries": OBJECT, "precision stalled same_init agreement": tables}
     data = load(path, schema, "a replicate analysis", format=ANALYSIS_FORMAT)
     held = {p.name: digest(p.read_text(encoding="utf-8")) for p in summaries}
     stored = data["summaries"]

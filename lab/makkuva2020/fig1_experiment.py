@@ -11,6 +11,7 @@ Step sizes, steps and sample sizes are not in the paper; `Fig1Config` states the
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from lab.core.progress import Progress
 from lab.core.records import jsonable
 from lab.core.registry import register_replication
 from lab.core.schema import INT, LIST, NUMBER, OBJECT, TEXT, Each
-from lab.core.stats import clopper_pearson
+from lab.core.stats import clopper_pearson, interval_basis
 from lab.makkuva2020.fit import (
     em,
     gating_error,
@@ -209,6 +210,7 @@ def run_fig1(config: Fig1Config, seeds: list[int], progress: bool = False) -> li
 METHODS = (("ours", "L4 + L_log"), ("l2", "l2-SGD"), ("em", "EM"))
 # an init is recovered when it ends with E_reg and E_gating both at most this (the lab's threshold)
 RECOVERED_EPS = 0.05
+STUCK_LEVEL = 0.99  # two-sided level of a method's stuck rate's Clopper–Pearson interval
 
 
 ERRORS = {" ".join(key for key, _ in METHODS): {"e_reg e_gating": NUMBER}}  # each method's final errors
@@ -219,7 +221,9 @@ REPLICATION = {  # the schema of the file `replicate makkuva-fig1 --json` writes
     "means": ERRORS,
     "config": OBJECT,
     "recovered_eps": NUMBER,
-    "recovery": {" ".join(key for key, _ in METHODS): {"recovered inits": INT, "stuck_ci_99": LIST}},
+    "recovery": {
+        " ".join(key for key, _ in METHODS): {"recovered inits": INT, "stuck_ci_99": LIST, "interval": OBJECT}
+    },
 }
 
 
@@ -266,7 +270,8 @@ def mean_errors(runs: list[dict]) -> dict[str, dict[str, float]]:
 
 def _recovery_counts(runs: list[InitRun], eps: float = RECOVERED_EPS) -> dict[str, dict]:
     """Per method: the inits it ends recovered in (E_reg and E_gating <= eps, a finite number >= 0) and
-    the 99 % Clopper–Pearson interval of its stuck rate (the fraction of inits not recovered)."""
+    the `STUCK_LEVEL` Clopper–Pearson interval of its stuck rate (the fraction of inits not recovered),
+    with its basis (`interval`)."""
     runs = _runs(runs)
     validate.real(eps, "eps", low=0.0)
     out = {}
@@ -275,7 +280,8 @@ def _recovery_counts(runs: list[InitRun], eps: float = RECOVERED_EPS) -> dict[st
         out[key] = {
             "recovered": ok,
             "inits": len(runs),
-            "stuck_ci_99": list(clopper_pearson(len(runs) - ok, len(runs), 0.99)),
+            "stuck_ci_99": list(clopper_pearson(len(runs) - ok, len(runs), STUCK_LEVEL)),
+            "interval": interval_basis("Clopper–Pearson", STUCK_LEVEL, len(runs), of="inits"),
         }
     return out
 
@@ -288,50 +294,85 @@ def recovery_summary(runs: list[InitRun], eps: float = RECOVERED_EPS) -> str:
         counts = counts_by_method[key]
         parts.append(
             f"{name} recovers A* and W* (E_reg, E_gating <= {eps}) in {counts['recovered']}/{len(runs)} "
-            f"inits (stuck rate's 99 % interval [{counts['stuck_ci_99'][0]:.3g}, "
+            f"inits (stuck rate's {100 * STUCK_LEVEL:g} % interval [{counts['stuck_ci_99'][0]:.3g}, "
             f"{counts['stuck_ci_99'][1]:.3g}])"
         )
     return "; ".join(parts) + "."
 
 
+FIGURE_NAME = "makkuva_fig1.png"  # the figure `replicate makkuva-fig1` draws into --out
+# Fig. 1's panels: (title, the curves' keys in a stored method run, the methods drawn); (c) shows one method,
+# each init in its own colour
+FIG1_PANELS = (
+    ("(a) regressors: E_reg", ("samples_reg", "curve_reg"), METHODS),
+    ("(b) gating: E_gating (L4 + L_log: the L_log stage)", ("samples_gating", "curve_gating"), METHODS),
+    ("(c) L4: E_reg of each init", ("samples_reg", "curve_reg"), METHODS[:1]),
+)
+FLOOR = 1e-12  # errors drawn at least this on the log axes (an exact zero has no logarithm)
+
+
 def plot_fig1(runs: list[InitRun], path: Path) -> None:
-    """Three panels like Fig. 1: mean E_reg (a) and E_gating (b) per method, L4's E_reg per init (c)."""
+    """Fig. 1 (a)–(c) of `runs` as PNG at `path`, drawn from the runs as the replication file stores them."""
     runs = _runs(runs)
     validate.instance(path, "path", (str, Path))
+    plots.save_figure(_fig1_figure(jsonable(_stored_runs(runs))), path)
+
+
+def _stored_runs(runs: list[InitRun]) -> list[dict]:
+    """The runs as the replication file stores them: per method its final errors and error curves."""
+    return [{key: asdict(getattr(r, key)) for key, _ in METHODS} | {"perm": r.perm} for r in runs]
+
+
+def _fig1_figure(stored: list[dict]) -> object:
+    """Fig. 1 laid out as the paper's (a)–(c) from stored runs (the replication file's `runs`): error against
+    samples processed (log axes, from the first recorded step), every init's curve faint, the median over
+    inits bold."""
     plt = plots.pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    floor = 1e-12
-    for key, name in METHODS:
-        for ax, xs, ys in (
-            (axes[0], "samples_reg", "curve_reg"),
-            (axes[1], "samples_gating", "curve_gating"),
-        ):
-            x = getattr(getattr(runs[0], key), xs)
-            y = np.mean([getattr(getattr(r, key), ys) for r in runs], axis=0)
-            ax.loglog(np.maximum(x, 1.0), np.maximum(y, floor), label=name)
-    for i, run in enumerate(runs):
-        axes[2].loglog(
-            np.maximum(run.ours.samples_reg, 1.0), np.maximum(run.ours.curve_reg, floor), label=f"init {i}"
-        )
-    titles = (
-        "(a) regressors: mean E_reg",
-        "(b) gating: mean E_gating (ours: L_log stage)",
-        "(c) L4: E_reg per init",
-    )
-    for ax, title in zip(axes, titles, strict=True):
-        ax.set_title(title)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    for ax, (title, (xs, ys), methods) in zip(axes, FIG1_PANELS, strict=True):
+        per_init = len(methods) == 1
+        for (key, name), colour in zip(methods, plt.cm.tab10.colors, strict=False):
+            x = np.asarray(stored[0][key][xs], dtype=float)[1:]
+            curves = np.maximum([np.asarray(run[key][ys], dtype=float)[1:] for run in stored], FLOOR)
+            for i, curve in enumerate(curves):
+                faint = plt.cm.tab20.colors[i % 20] if per_init else colour
+                ax.plot(x, curve, color=faint, lw=0.7, alpha=0.7 if per_init else 0.3)
+            bold = "black" if per_init else colour
+            ax.plot(x, np.median(curves, axis=0), color=bold, lw=2.2, label=f"{name}: median over inits")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("samples processed")
         ax.legend(fontsize=8)
     axes[0].set_ylabel("error")
+    fig.suptitle(
+        f"Makkuva et al. Fig. 1 replicated: each of {len(stored)} inits (faint), their median (bold)",
+        fontsize=11,
+    )
     fig.tight_layout()
-    plots.save_figure(fig, path)
+    return fig
 
 
 @register_replication("makkuva-fig1", "Makkuva et al. Fig. 1: L4 + L_log vs l2-SGD and EM (table + PNG)")
 def replicate(args) -> int:
     """`python -m lab replicate makkuva-fig1`: table, PNG and (with --json) every run, beside the claim."""
+    if getattr(args, "figure_only", False):
+        return _redraw(args)
     with threadpool_limits(limits=1, user_api="blas"):
         return _replicate(args)
+
+
+def _redraw(args) -> int:
+    """`replicate makkuva-fig1 --figure-only`: Fig. 1 redrawn into --out from the replication file (--json,
+    else OUT/makkuva_fig1.json) alone, computing nothing."""
+    source = Path(args.json) if args.json else Path(args.out) / "makkuva_fig1.json"
+    if not source.is_file():
+        raise InputError(f"{source}: missing (write it with `python -m lab replicate makkuva-fig1 --json`)")
+    if not plots.available():
+        raise InputError(plots.PLOTS_HINT)
+    plots.save_figure(_fig1_figure(json.loads(source.read_text())["runs"]), Path(args.out) / FIGURE_NAME)
+    print(f"wrote {Path(args.out) / FIGURE_NAME}")
+    return 0
 
 
 def _replicate(args) -> int:
@@ -355,11 +396,11 @@ def _replicate(args) -> int:
         f"# Makkuva et al. Fig. 1 replication ({args.tier} tier, {args.seeds} inits, seed {args.seed})\n\n"
         f"Paper's claim: {PAPER_CLAIM}\n\nLab's reading: {recovery_summary(runs)}\n\n"
         "Final errors (E_reg, E_gating as in Sec. 4; E_gating matched by the regressors' permutation, "
-        f"against the re-referenced W*):\n\n{table}\n\nFigure: makkuva_fig1.png. Settings: {asdict(config)}\n"
+        f"against the re-referenced W*):\n\n{table}\n\nFigure: {FIGURE_NAME}. Settings: {asdict(config)}\n"
     )
     write_text_atomic(out / "makkuva_fig1.md", text)
     if args.json:
-        stored = [{key: asdict(getattr(r, key)) for key, _ in METHODS} | {"perm": r.perm} for r in runs]
+        stored = _stored_runs(runs)
         write_json_atomic(
             args.json,
             jsonable(
@@ -377,7 +418,7 @@ def _replicate(args) -> int:
             ),
         )
     if plots.available():
-        plot_fig1(runs, out / "makkuva_fig1.png")
+        plot_fig1(runs, out / FIGURE_NAME)
     elif not args.quiet:
         print(plots.PLOTS_HINT, file=sys.stderr)
     if not args.quiet:

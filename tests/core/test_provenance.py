@@ -61,3 +61,10 @@ def test_meaning_drops_function_and_class_docstrings_only():
     assert provenance.meaning(with_doc) == provenance.meaning(without)
     assert provenance.meaning(without) != provenance.meaning(without.replace("x + 1", "x * 1"))
     assert provenance.meaning('x = "kept"\n') != provenance.meaning('x = "other"\n')
+
+
+def test_versions_name_each_installed_plugin_package_and_leave_out_an_unknown_name(install_plugin):
+    install_plugin("jj-plugin", "")
+    found = provenance.versions(["jj-plugin", "no-such-distribution"])
+    assert found["jj-plugin"] == "0.1" and "no-such-distribution" not in found
+    assert list(provenance.versions()) == ["python", "moe-lab", "numpy", "scipy", "numba", "hypothesis"]

@@ -164,3 +164,15 @@ def test_extra_keys_are_identifiers_not_sentences():
     assert _record(key="gaussian-m8.v2", extra={"witness_error": 0.125}).key == "gaussian-m8.v2"
     with pytest.raises(ValueError, match=r"extra keys must be identifiers: \['search CI'\]"):
         _record(extra={"search CI": [0.1, 0.2]})
+
+
+def test_rtol_against_a_zero_bound_is_an_absolute_allowance_and_no_slack_is_shown():
+    from lab.core.records import shown_slack
+    from lab.core.verdict_report import records_table
+
+    within = upper_bound_record(**HELPER, measured=6e-16, bound=0.0, rtol=1e-12)
+    assert within.verdict == "holds" and within.slack == 0.0  # stored: bound ÷ measured
+    assert upper_bound_record(**HELPER, measured=2e-12, bound=0.0, rtol=1e-12).verdict == "violated"
+    assert upper_bound_record(**HELPER, measured=1.0 + 1e-10, bound=1.0, rtol=1e-9).verdict == "holds"
+    assert shown_slack(within.slack, within.bound) is None and shown_slack(2.0, 1.0) == 2.0
+    assert "| 6e-16 | 0 | - | holds | - | pass |" in records_table([within])
