@@ -31,6 +31,7 @@ from typing import Any
 from lab.chen2022.replicate_analysis import ANALYSIS_NAME, analysis_text, replicate_analysis
 from lab.chen2022.replicate_report import (
     SUMMARY_STATISTICS,
+    cells_figure,
     format_cells,
     format_table,
     summary_statistics,
@@ -38,6 +39,7 @@ from lab.chen2022.replicate_report import (
 )
 from lab.chen2022.runs import (
     TIER_SIZES,
+    VARIANTS,
     expand,
     run_code,
     run_key,
@@ -46,6 +48,7 @@ from lab.chen2022.runs import (
 from lab.chen2022.sweep_studies import gd_rate_figure
 from lab.chen2022.tables import TARGET_HELP, TARGETS
 from lab.core import plots
+from lab.core.errors import InputError
 from lab.core.io import write_text_atomic
 from lab.core.provenance import versions
 from lab.core.registry import Replication
@@ -343,8 +346,42 @@ def _json_path(target: str, args) -> Path:
     return path.with_name(f"{path.stem}_{target}{path.suffix}") if many else path
 
 
+def write_cells_figure(target: str, folder: Path) -> Path | None:
+    """Draw `target`'s table as a figure, FOLDER/TARGET.png (`cells_figure`), from the summaries of its
+    variants in `folder` (float64, structured arithmetic: `TARGET.json`, `TARGET_reference-code.json`)
+    alone; None when it holds neither. Without matplotlib an InputError names the extra."""
+    summaries = {}
+    for variant in VARIANTS:
+        path = folder / f"{report_stem(target, variant)}.json"
+        if path.is_file():
+            payload = json.loads(path.read_text())
+            if is_summary(payload) and payload["config"]["target"] == target:
+                summaries[variant] = payload
+    if not summaries:
+        return None
+    if not plots.available():
+        raise InputError(plots.PLOTS_HINT)
+    plots.save_figure(cells_figure(target, summaries), folder / f"{target}.png")
+    return folder / f"{target}.png"
+
+
+def redraw_target(target: str, args) -> int:
+    """`python -m lab replicate TARGET --figure-only`: redraw TARGET's figure from the summaries in --out
+    (the committed ones), training nothing and rewriting no summary."""
+    figure = write_cells_figure(target, Path(args.out))
+    if figure is None:
+        raise InputError(
+            f"--out {args.out}: no summary of {target} to draw (run `python -m lab replicate {target}`)"
+        )
+    print(f"wrote {figure}")
+    return 0
+
+
 def run_target(target: str, args) -> int:
-    """`python -m lab replicate TARGET`: runs (resuming), Markdown table, JSON, figures."""
+    """`python -m lab replicate TARGET`: runs (resuming), Markdown table, JSON, figures (`--figure-only`:
+    the table's figure alone, `redraw_target`)."""
+    if getattr(args, "figure_only", False):
+        return redraw_target(target, args)
     start = time.perf_counter()
     _configs, records = replicate(target, args)
     out = Path(args.out)
@@ -378,6 +415,8 @@ def run_target(target: str, args) -> int:
     write_text_atomic(_json_path(target, args), summary_text(payload))
     write_analysis(_json_path(target, args).parent)
     figures = write_figures(stem, records, out) if plots.available() else []
+    if plots.available() and (drawn := write_cells_figure(target, _json_path(target, args).parent)):
+        figures.append(drawn)
     print(header + table)
     if not args.quiet:
         print(

@@ -1,15 +1,17 @@
-"""A replication's report: its table beside the paper's numbers, and Fig. 3 and Figs 5–6 as PNG."""
+"""A replication's report: its table beside the paper's numbers, the table as a figure, and Fig. 3 and
+Figs 5–6 as PNG."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from lab.chen2022 import data
 from lab.chen2022.baselines import single_config
-from lab.chen2022.tables import TARGETS, Cell
+from lab.chen2022.tables import TARGET_HELP, TARGETS, Cell
 from lab.core import plots
 from lab.core.schema import INT, LIST, NUMBER, TEXT, Each
 
@@ -62,6 +64,87 @@ def write_figures(stem: str, records: list[dict], out: Path) -> list[Path]:
         written.append(out / f"{stem}_curves_{slug}.png")
         plots.save_figure(fig, written[-1])
     return written
+
+
+# the colour of each variant's cells in a table's figure (`cells_figure`)
+VARIANT_COLOURS = {"paper": "tab:blue", "reference-code": "tab:orange"}
+
+
+def cells_figure(target: str, summaries: dict[str, dict]) -> Any:
+    """A replicated table as a figure, one panel per setting: per cell and variant (`summaries`: variant ->
+    its summary) the test accuracy's mean ± sample sd over the finite runs (the summary's `cells`), each
+    seed's run a dot (a diverged run a cross), beside the paper's value ± its sd (a black diamond)."""
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
+    if not summaries or not set(summaries) <= set(VARIANT_COLOURS):
+        raise ValueError(
+            f"summaries must map some of {list(VARIANT_COLOURS)} to a summary, got {list(summaries)}"
+        )
+    stored = {v: {(c["cell"], c["setting"]): c for c in s["cells"]} for v, s in summaries.items()}
+    settings = sorted({setting for cells in stored.values() for _, setting in cells})
+    rows = [
+        cell
+        for cell in TARGETS[target]
+        if any(cell.label == label for c in stored.values() for label, _ in c)
+    ]
+    plt = plots.pyplot()
+    fig, axes = plt.subplots(
+        1,
+        len(settings),
+        figsize=(max(9.0, 3.6 * len(settings) + 2.2), 1.0 + 0.55 * len(rows)),
+        sharey=True,
+        squeeze=False,
+    )
+    offsets = np.linspace(-0.18, 0.18, len(summaries) + 1)
+    for ax, s in zip(axes[0], settings, strict=True):
+        for y, cell in enumerate(rows):
+            if s in cell.paper:
+                accuracy, sd = cell.paper[s][:2]
+                ax.errorbar(accuracy, y + offsets[0], xerr=sd, fmt="D", color="black", ms=5, capsize=2)
+            for dy, (variant, summary) in zip(offsets[1:], summaries.items(), strict=True):
+                _variant_cell(
+                    ax, y + dy, cell, s, summary["runs"], stored[variant].get((cell.label, s)), variant
+                )
+        gamma, sigma_p = data.setting(s).gamma, data.setting(s).sigma_p
+        ax.set_title(f"setting {s}: γ ~ U({gamma.low:g}, {gamma.high:g}), σ_p = {sigma_p:g}", fontsize=8)
+        ax.set_xlabel("test accuracy (%)")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(range(len(rows)), [cell.label for cell in rows], fontsize=7)
+    axes[0][0].invert_yaxis()
+    handles = [plt.Line2D([], [], marker="D", color="black", ls="", label="paper ± its sd")]
+    handles += [
+        plt.Line2D(
+            [],
+            [],
+            marker="o",
+            color=VARIANT_COLOURS[v],
+            label=f"lab, variant {v}: mean ± sd (dots: seeds, x: diverged)",
+        )
+        for v in summaries
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7, frameon=False)
+    seeds = sorted({s["config"]["seeds"] for s in summaries.values()})
+    fig.suptitle(
+        f"{TARGET_HELP[target]}: the lab's cells ({'/'.join(map(str, seeds))} seeds) beside the paper's",
+        fontsize=9,
+    )
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def _variant_cell(
+    ax: Any, y: float, cell: Cell, setting: int, runs: list[dict], stats: dict | None, variant: str
+):
+    """One variant's cell in a panel of `cells_figure`: its runs as dots (crosses where they diverged)
+    and the summary's mean ± sd of the finite runs."""
+    colour = VARIANT_COLOURS[variant]
+    mine = [r for r in runs if r["setting"] == setting and in_cell(r, cell)]
+    for diverged, marker in ((False, "o"), (True, "x")):
+        xs = [r["test_accuracy"] for r in mine if (r.get("diverged_at") is not None) == diverged]
+        ax.scatter(xs, [y] * len(xs), s=10, marker=marker, color=colour, alpha=0.35, linewidths=0.8)
+    finite = stats and stats["finite_test_accuracy"]
+    if finite:
+        ax.errorbar(finite["mean"], y, xerr=finite["std"], fmt="o", color=colour, ms=5, capsize=2)
 
 
 def _mean_std(values: list[float]) -> tuple[float, float | None]:

@@ -60,6 +60,12 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
         "--timing", metavar="PATH", help="write the invocation's wall and CPU time as JSON (results/timing/)"
     )
     parser.add_argument(
+        "--figure-only",
+        action="store_true",
+        help="redraw each target's figure from its committed JSON in --out (--json for makkuva-fig1); "
+        "trains and rewrites nothing else",
+    )
+    parser.add_argument(
         "--keep-stale", action="store_true", help="reuse stored runs computed by other code, on purpose"
     )
     parser.add_argument(
@@ -95,6 +101,10 @@ def run_replicate(args: argparse.Namespace) -> int:
             raise UsageError("--baseline goes with --recertify N")
         if not (Path(baseline) / "lab" / "chen2022").is_dir():
             raise UsageError(f"--baseline {baseline}: not a checkout of the lab (no lab/chen2022 folder)")
+    if getattr(args, "figure_only", False):  # each target redraws its figure from its JSON alone
+        if getattr(args, "recertify", None) or args.timing:
+            raise UsageError("--figure-only trains nothing: it goes without --recertify and --timing")
+        return max(targets[t].run(args) for t in args.targets)
     stopwatch = Stopwatch.start(args.out) if args.timing else None  # it reads the run store
     from lab.chen2022 import replicate as chen  # here: the CLI starts without the science packages
     from lab.chen2022.replicate import TARGETS

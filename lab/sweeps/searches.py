@@ -58,7 +58,55 @@ def tightness_table(values: dict[str, list[Any]], results: list[dict[str, Any]])
     return "\n".join(lines)
 
 
-@register_task("routing-tightness", defaults=TIGHTNESS_DEFAULTS, report=tightness_table)
+NOISE_COLOURS = {"uniform": "tab:blue", "gaussian": "tab:orange", "gumbel": "tab:green"}
+
+
+def tightness_figure(report: dict[str, Any]) -> Any:
+    """Sweep report's figure: Lemma 5.1's best constant found, /κ, against M per noise family (each seed's
+    run a dot, the best over seeds a line, the closed-form L*/κ a ring where known) beside the paper's κM²
+    and the lab's proven 2κ, on log axes and (right) zoomed below 2κ; drawn from the report's runs alone."""
+    from lab.core import plots
+
+    plt = plots.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12.0, 4.6))
+    runs = [{**r["params"], **r["metrics"]} for r in report["runs"]]
+    Ms = sorted({r["M"] for r in runs})
+    for ax in axes:
+        ax.plot(Ms, [M**2 for M in Ms], color="black", lw=1.2, label="paper: κM² (Lemma 5.1)")
+        ax.plot(Ms, [2.0] * len(Ms), color="black", lw=1.2, ls="--", label="lab: 2κ (proven for every M)")
+        for noise, colour in NOISE_COLOURS.items():
+            _tightness_family(ax, [r for r in runs if r["noise"] == noise], noise, colour)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(Ms, [str(M) for M in Ms])
+        ax.tick_params(axis="x", which="minor", bottom=False)
+        ax.set_xlabel("number of experts M")
+        ax.set_ylabel("Lipschitz constant / κ")
+    axes[0].set_yscale("log")
+    axes[0].set_title("Lemma 5.1's constant against M, per noise family (log scale)", fontsize=10)
+    axes[0].legend(fontsize=7, loc="upper left")
+    axes[1].set_ylim(1.0, 2.5)
+    axes[1].set_title("the same below κM², linear scale (κM² ≥ 4 is off the panel)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _tightness_family(ax: Any, runs: list[dict[str, Any]], noise: str, colour: str) -> None:
+    """One noise family of `tightness_figure`: each run's best constant, the best over seeds, L* if known."""
+    if not runs:
+        return
+    ax.scatter([r["M"] for r in runs], [r["best_over_kappa"] for r in runs], s=14, color=colour, alpha=0.5)
+    at = sorted({r["M"] for r in runs})
+    best = [max(r["best_over_kappa"] for r in runs if r["M"] == M) for M in at]
+    ax.plot(at, best, color=colour, lw=1.5, marker="o", ms=3, label=f"{noise}: best found (max over seeds)")
+    exact = sorted({(r["M"], r["exact_over_kappa"]) for r in runs if "exact_over_kappa" in r})
+    if exact:
+        M, value = zip(*exact, strict=True)
+        ax.scatter(M, value, s=70, facecolors="none", edgecolors=colour, label=f"{noise}: L*/κ exact")
+
+
+@register_task(
+    "routing-tightness", defaults=TIGHTNESS_DEFAULTS, report=tightness_table, figure=tightness_figure
+)
 def routing_tightness(params: dict[str, Any]) -> dict[str, Any]:
     """Best constant c of Lemma 5.1 found by the search, /κ, beside κM², 2κ and L*; the bound c·κ tested."""
     from lab.chen2022 import sweep_tasks

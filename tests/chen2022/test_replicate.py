@@ -135,6 +135,7 @@ def test_replicate_target_writes_reports_and_resumes(tiny, replicate_args, tmp_p
     assert len(payload["runs"]) == 8 and all("curves" not in r for r in payload["runs"])
     assert (tmp_path / "table1_entropy.png").stat().st_size > 0
     assert (tmp_path / "table1_curves_moe_nonlinear.png").stat().st_size > 0
+    assert (tmp_path / "table1.png").read_bytes().startswith(b"\x89PNG")  # the table as a figure
     calls = []
     monkeypatch.setattr(R, "run_one", lambda config, progress=False: calls.append(config))
     assert R.run_target("table1", args) == 0  # everything is kept: no run is repeated

@@ -3,6 +3,7 @@
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from lab.chen2022.replicate import write_analysis
 from lab.chen2022.replicate_report import summary_statistics
 from lab.cli.bench_report import MEASURES, summary
 from lab.cli.main import main
-from lab.docs.render import differences, render_all
+from lab.core.stats import interval_basis
+from lab.docs.render import differences, linked_figures, render_all
 from lab.makkuva2020.fig1_experiment import mean_errors
 from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, report_runs
 
@@ -150,7 +152,12 @@ def _fig1_payload() -> dict:
         "config": json.loads((RESULTS / "replicate" / "makkuva_fig1.json").read_text())["config"],
         "recovered_eps": 0.05,
         "recovery": {
-            key: {"recovered": 2 if key != "l2" else 0, "inits": 2, "stuck_ci_99": [0.0, 0.93]}
+            key: {
+                "recovered": 2 if key != "l2" else 0,
+                "inits": 2,
+                "stuck_ci_99": [0.0, 0.93],
+                "interval": interval_basis("Clopper–Pearson", 0.99, 2, of="inits"),
+            }
             for key in ("ours", "l2", "em")
         },
         "means": mean_errors(runs),  # as the writer stores them
@@ -179,6 +186,8 @@ def results(tmp_path):
     shutil.copytree(RESULTS / "proof_chain", folder / "proof_chain")
     _write(folder, "table1", _table1_payload())
     (folder / "replicate" / "makkuva-fig1.json").write_text(json.dumps(_fig1_payload()))
+    for figure in ("table1.png", "makkuva_fig1.png"):  # the renderer asks only that a linked figure exists
+        (folder / "replicate" / figure).write_bytes(b"drawn with its file")
     (folder / "bench" / "summary.json").write_text(json.dumps(summary(_bench_run(), "0001_run.json")))
     return folder
 
@@ -662,6 +671,30 @@ def test_a_missing_figure_is_one_line_naming_the_command_that_draws_it(results, 
     (results / "proof_chain" / "proof_chain.json").unlink()  # without the d study no page links its figure
     assert _docs(results, out) == 0
     assert _docs(results, out, "--check") == 0
+
+
+def test_a_missing_replication_figure_names_its_redraw_command(results, tmp_path, capsys):
+    (results / "replicate" / "table1.png").unlink()
+    assert _docs(results, tmp_path / "docs") == 1
+    command = f"python -m lab replicate table1 --figure-only --out {results / 'replicate'}"
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        f"{results / 'replicate' / 'table1.png'}: missing figure (run `{command}` with matplotlib installed)"
+    ]
+
+
+def test_every_linked_figure_exists_and_its_json_is_committed():
+    """Each figure a page links is in results/, beside the committed JSON its redraw command reads."""
+    figures = linked_figures(render_all(RESULTS, SWEEPS))
+    linked = {f.relative_to(RESULTS).as_posix() for f in figures}
+    assert {"replicate/makkuva_fig1.png", *(f"replicate/table{n}.png" for n in (1, 3, 7, 10, 11))} <= linked
+    assert all(f.is_file() for f in figures), [f for f in figures if not f.is_file()]
+    sources = [f.with_suffix(".json").relative_to(REPO).as_posix() for f in figures]
+    if (REPO / ".git").exists():
+        tracked = subprocess.run(
+            ["git", "ls-files", "--", *sources], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.split()
+        assert sorted(tracked) == sorted(sources)
+    assert all((REPO / s).is_file() for s in sources)
 
 
 def test_the_findings_link_the_committed_figures():

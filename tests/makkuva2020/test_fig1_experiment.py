@@ -1,6 +1,7 @@
 """The `makkuva-fig1` replication target (`fig1_experiment`): table, PNG and JSON, and without matplotlib."""
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -65,3 +66,25 @@ def test_without_matplotlib_the_json_and_table_are_written_and_the_figure_skippe
     assert (out / "makkuva_fig1.md").exists() and len(json.loads(js.read_text())["runs"]) == 2
     assert not (out / "makkuva_fig1.png").exists()
     assert capsys.readouterr().err.count('pip install "moe-lab[plots]"') == 1
+
+
+@pytest.mark.skipif(not plots.available(), reason="matplotlib is not installed")
+def test_figure_only_redraws_fig1_from_the_committed_file_alone(tmp_path, capsys, monkeypatch):
+    """The committed file stores every init's curves: Fig. 1 (a)–(c) is redrawn from it, computing nothing."""
+    monkeypatch.setattr(fig1_experiment, "run_fig1", lambda *a, **k: pytest.fail("--figure-only computes"))
+    shutil.copy(FIG1, tmp_path / "makkuva_fig1.json")
+    before = (tmp_path / "makkuva_fig1.json").read_bytes()
+    assert main(["replicate", "makkuva-fig1", "--figure-only", "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == f"wrote {tmp_path / fig1_experiment.FIGURE_NAME}\n"
+    assert (tmp_path / fig1_experiment.FIGURE_NAME).read_bytes().startswith(b"\x89PNG")
+    assert (tmp_path / "makkuva_fig1.json").read_bytes() == before
+    fig = fig1_experiment._fig1_figure(json.loads(before)["runs"])
+    titles = [ax.get_title() for ax in fig.axes]
+    curves = [len(ax.get_lines()) for ax in fig.axes]
+    plots.pyplot().close(fig)
+    inits = len(json.loads(before)["runs"])
+    assert titles == [title for title, _, _ in fig1_experiment.FIG1_PANELS]
+    assert curves == [3 * (inits + 1), 3 * (inits + 1), inits + 1]  # every init faint, the median bold
+    (tmp_path / "makkuva_fig1.json").unlink()
+    assert main(["replicate", "makkuva-fig1", "--figure-only", "--out", str(tmp_path)]) == 2
+    assert "makkuva_fig1.json: missing" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from lab.cli.main import main
 from lab.core import plots
 from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, RATE_PANELS, proof_chain_figure
 from lab.sweeps.report import draw_figure
+from lab.sweeps.searches import NOISE_COLOURS, tightness_figure
 from lab.sweeps.tasks import register_task
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
@@ -41,6 +42,20 @@ def test_each_gd_rate_sweep_draws_its_own_panel(name, how):
     assert _titles(gd_rate_figure(_committed(f"sweeps/{name}"))) == [
         f"Table 11, plain GD, {how} (dashed: the paper's rows)"
     ]
+
+
+def test_the_tightness_figure_draws_each_noise_family_beside_both_bounds(tmp_path):
+    """Lemma 5.1's constant against M: κM² and 2κ as lines in both panels, each family's best constant."""
+    report = _committed("sweeps/tightness")
+    fig = tightness_figure(report)
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    paper = fig.axes[0].get_lines()[0].get_ydata()
+    assert len(_titles(fig)) == 2
+    Ms = sorted({r["params"]["M"] for r in report["runs"]})
+    assert list(paper) == [M**2 for M in Ms]
+    assert labels[:2] == ["paper: κM² (Lemma 5.1)", "lab: 2κ (proven for every M)"]
+    assert [lab.split(":")[0] for lab in labels[2:]] == list(NOISE_COLOURS)
+    assert draw_figure(report, tmp_path / "t.png") == tmp_path / "t.png"
 
 
 def test_another_replicate_sweep_draws_the_bar_chart(tmp_path):
