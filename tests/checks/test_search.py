@@ -63,3 +63,33 @@ def test_stop_ends_the_search_at_the_first_positive_stop_score():
     assert {n for n in seen if n > 500} == {first_big} and len(seen) < 200  # nothing drawn after it
     never = hypothesis_maximum(lambda n: {"n": float(n), "big": 0.0}, INTEGERS, 20, seed=2, stop="big")
     assert never["big"][0] == 0.0
+
+
+def test_a_search_does_not_depend_on_the_constants_of_unrelated_local_modules(tmp_path, monkeypatch):
+    """Hypothesis draws constants from every local module loaded; a search must not see them."""
+    import contextlib
+    import importlib
+    import sys
+
+    from hypothesis import strategies as st
+
+    import checks.search
+
+    def score(x):
+        return {"value": -abs(x - 0.123456789)}
+
+    def search():
+        return hypothesis_maximum(score, st.floats(-1e3, 1e3), 300, seed=7, steer=False)["value"]
+
+    before = search()
+    constants = "\n".join(f"C{i} = {0.123456789 + i * 1e-12!r}" for i in range(200))
+    (tmp_path / "unrelated_constants.py").write_text(constants + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("unrelated_constants")
+    try:
+        assert search() == before
+        with monkeypatch.context() as m:  # without the guard the module's constants would steer it
+            m.setattr(checks.search, "without_local_constants", contextlib.nullcontext)
+            assert search() != before
+    finally:
+        sys.modules.pop("unrelated_constants", None)
