@@ -1,5 +1,6 @@
 """docs/performance.md from `templates/performance.md.j2`: the kernels, how they stay deterministic, the
-committed benchmark summaries with the targets their writer judged, and the replication timings."""
+committed benchmark summaries with the targets their writer judged, the kernels' compile profile and the
+replication timings."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from lab.cli.bench_targets import BENCH_TARGETS
 from lab.docs.results import Results
 from lab.docs.templating import render
 from lab.docs.timing_section import timing_values
+from lab.kernels.compile_profile import COMMANDS
 
 
 def kernel_names() -> list[str]:
@@ -25,5 +27,7 @@ def performance_page(results: Results) -> str:
         results,
         kernels=kernel_names(),
         targets=BENCH_TARGETS,
+        compile_profile=results.compile_profile,
+        compile_commands=COMMANDS,
         **timing_values(results),
     )
