@@ -82,11 +82,14 @@ def verify_exploration(seed: int, tier: str) -> list[Record]:
         "setting": 1,
         "d": setting(1).d,
         "noise": repr(PAPER_NOISE),
+        "seed": seed,
     }
+    last = min(T1, steps)  # the run may stop before the stage ends
     stage = {
         "T1": T1,
         "sigma0^1.5": sigma0**1.5,
-        "max_h_inf_up_to_T1": float(np.abs(history[: T1 + 1]).max()),
+        "last_step_in_stage": last,
+        "max_h_inf_in_stage": float(np.abs(history[: last + 1]).max()),
     }
     checkpoints = sorted({0, 1, steps // 4, steps // 2, steps})
     trajectory = {
@@ -101,7 +104,7 @@ def verify_exploration(seed: int, tier: str) -> list[Record]:
         upper_bound_record(
             claim="B10",
             key="lemma-e4",
-            statement="Lemma E.4: max_m |p_m − 1/M| ≤ M²‖h‖∞ along the run",
+            statement="Lemma E.4's proof step (Lemma 5.1 at ĥ = 0): max_m |p_m − 1/M| ≤ M²‖h‖∞ along the run",
             kind="premise",
             params=params,
             measured=paper,

@@ -23,13 +23,14 @@ from lab.chen2022.proof_monitors import ProofSchedule, monitored_run, theorem_co
 from lab.core.descriptions import load_claims
 from lab.core.records import Record, report_record
 from lab.core.registry import register
-from lab.core.stats import power_law_fit
+from lab.core.stats import interval_basis, power_law_fit
 
 DESCRIPTIONS = load_claims(Path(__file__).with_suffix(".toml"))  # what its claims say, as data
 
 CLAIM = "B14"
 RATE_D = 50
 ETA, M, J = 0.02, 8, 16
+LEVEL = 0.95  # the level of every fitted exponent's Student-t interval
 
 
 def sigma0_grid(d: int, points: int = 4) -> np.ndarray:
@@ -82,7 +83,7 @@ RATES = (
     ("E.6", "alignment_T1", "⟨w_{m,j*}, v_{k*}⟩ at T1 = O(σ0^0.5) (the least over experts)", 0.5),
     ("E.6", "other_projection_T1", "every other projection at T1 = Õ(σ0)", 1.0),
 )
-# the same along d at σ0 = d^(−1/3)
+# the same along d at σ0 = d^(−1/3); a quantity of the stage [T1, T2] is read at T1 (see OUT_OF_RANGE)
 UNDECIDABLE = (
     (
         "E.5",
@@ -99,6 +100,9 @@ UNDECIDABLE = (
     ("E.14", "center_only_gap_T1", "δ_Θ = max_i ‖h(x̄_i) − h(x_i)‖∞ = Õ(d^−0.005) (read at T1)", -0.005),
     ("E.16", "profession_spread_T1", "Δ_Θ within professions = Õ(d^−0.001) (read at T1)", -0.001),
 )
+# Steps stated for T1 ≤ t ≤ T2 whose quantity is read at T1: with T2 < T1 the range is empty, so the value
+# is a trend with no reading against the lemma (E.9 and E.14 read the same quantity)
+OUT_OF_RANGE = ("E.9", "E.14", "E.16")
 EMPTY_STAGE = (
     ("E.12", "⟨w_{m,j*}, v_{k*}⟩ ≥ (1 − O(σ0^0.1))ηt and other projections Õ(σ0) on (T1, T2]", "rate"),
     ("E.13", "|f_m(x_i) − f_m(x̂_i)| = Õ(σ0³) on (T1, T2]", "rate"),
@@ -107,20 +111,35 @@ EMPTY_STAGE = (
 
 
 def _fit(x: np.ndarray, values: np.ndarray) -> tuple[float | None, tuple[float, float] | None, int]:
-    """The exponent of values ≈ c·x^a over the runs whose value is positive and finite (None if < 3)."""
+    """The exponent of values ≈ c·x^a over the runs whose value is positive and finite (None if < 3, or
+    if every such value is the same: a slope fitted to a constant has a zero-width interval)."""
     keep = np.isfinite(values) & (values > 0)
-    if keep.sum() < 3 or np.unique(x[keep]).size < 2:
+    if keep.sum() < 3 or np.unique(x[keep]).size < 2 or _constant(values[keep]) is not None:
         return None, None, int(keep.sum())
-    slope, ci, _ = power_law_fit(x[keep], values[keep])
+    slope, ci, _ = power_law_fit(x[keep], values[keep], level=LEVEL)
     return slope, ci, int(keep.sum())
+
+
+def _constant(values: np.ndarray) -> float | None:
+    """The common value when every value is the same (to round-off), else None."""
+    finite = values[np.isfinite(values)]
+    if finite.size and np.allclose(finite, finite[0], rtol=1e-12, atol=0.0):
+        return float(finite[0])
+    return None
 
 
 def _reading(slope: float | None, ci: tuple[float, float] | None, stated: float, axis: str) -> str:
     """How a fitted exponent compares with an upper bound O(x^stated): it must fall at least as fast.
 
-    Along σ0 (→ 0) that asks slope ≥ stated; along d (→ ∞), slope ≤ stated."""
+    Along σ0 (→ 0) that asks slope ≥ stated; along d (→ ∞), slope ≤ stated. An interval holding both the
+    stated exponent and 0 cannot tell the stated decay from none: uninformative."""
     if slope is None or ci is None:
         return "too few positive values to fit an exponent"
+    if ci[0] <= stated <= ci[1] and ci[0] <= 0.0 <= ci[1]:
+        return (
+            "uninformative: the interval contains both the stated exponent and 0 (no decay), so it cannot "
+            "tell them apart"
+        )
     faster, slower = (ci[0] > stated, ci[1] < stated) if axis == "σ0" else (ci[1] < stated, ci[0] > stated)
     if faster:
         return f"falls faster than the stated rate along {axis} (the interval excludes it): consistent"
@@ -137,12 +156,37 @@ def _key(lemma: str, quantity: str) -> str:
     return name if name.startswith(f"{prefix}-") else f"{prefix}-{name}"
 
 
+def _constant_reading(value: float, runs: int, params: dict) -> str:
+    """The reading of a quantity that takes one value in every run: it does not fall, and no exponent is
+    fitted; for E.4's routing deviation, 1 − 1/M means some sample's expert is chosen with probability 1."""
+    said = f"does not fall: {value:.4g} in all {runs} runs"
+    if math.isclose(value, 1 - 1 / params["M"], rel_tol=1e-12):
+        said += " (= 1 − 1/M: for some sample one expert is chosen with probability 1, so no near-uniform "
+        said += f"router at T1 at d = {params['d']})"
+    return said + "; no exponent fitted"
+
+
 def _reports(xs, rows, table, axis: str, category: str, params: dict) -> list[Record]:
-    """One report per quantity of `table`: its fitted exponent along `axis`, the stated one as bound."""
+    """One report per quantity of `table`: its fitted exponent along `axis`, the stated one as bound, the
+    fit's interval basis in extra; a quantity with one value in every run is reported as that value,
+    unfitted; a step of OUT_OF_RANGE shows its fit with no reading."""
     records = []
     for lemma, key, statement, stated in table:
         values = np.array([r[key] for r in rows], dtype=float)
         slope, ci, used = _fit(xs, values)
+        constant = _constant(values)
+        extra = {"x": xs.tolist(), "values": [v if np.isfinite(v) else None for v in values]}
+        if ci is not None:
+            extra["interval"] = interval_basis("t (fitted slope)", LEVEL, used, of="runs")
+        if constant is not None:
+            reading = _constant_reading(constant, values.size, params)
+            extra["constant_value"] = constant
+        elif lemma in OUT_OF_RANGE:
+            same = [other for other, k, _, _ in table if k == key and other != lemma]
+            reading = "read at T1, outside the lemma's range T1 ≤ t ≤ T2 (empty: T2 < T1): no reading"
+            reading += f"; the same measurement as Lemma {same[0]}" if same else ""
+        else:
+            reading = _reading(slope, ci, stated, axis)
         records.append(
             report_record(
                 claim=CLAIM,
@@ -153,8 +197,8 @@ def _reports(xs, rows, table, axis: str, category: str, params: dict) -> list[Re
                 measured=slope,
                 bound=stated,
                 ci=ci,
-                note=f"{category}: {_reading(slope, ci, stated, axis)}",
-                extra={"x": xs.tolist(), "values": [v if np.isfinite(v) else None for v in values]},
+                note=f"{category}: {reading}",
+                extra=extra,
             )
         )
     return records
@@ -178,9 +222,12 @@ def verify_exploration_rates(seed: int, tier: str) -> list[Record]:
     rows = [exploration_quantities(exploration_run(RATE_D, s0, sd)) for s0, sd in pairs]
     xs = np.array([s0 for s0, _ in pairs])
     params = {"d": RATE_D, "sigma0": grid.tolist(), "seeds": seeds, "M": M, "J": J, "eta": ETA}
-    params |= {"n": 80 * RATE_D, "level": 0.95}
+    params |= {"n": 80 * RATE_D, "level": LEVEL}
     early = np.array([r["early_experts"] for r in rows])
     growth = np.array([r["growth_ratio"] for r in rows])
+    first_steps = [0.01 * ProofSchedule(RATE_D, M, ETA, float(s0)).T1 for s0 in grid]  # 0.01·T1 per σ0
+    lo, hi = min(first_steps), max(first_steps)
+    at_zero = "; below 1 step, so before 0.01·T1 means at t = 0" if hi < 1 else ""
     e7 = report_record(
         claim=CLAIM,
         key="e7",
@@ -190,8 +237,10 @@ def verify_exploration_rates(seed: int, tier: str) -> list[Record]:
         measured=float(early.mean()),
         bound=1.0,
         note="rate: T⁽ᵐ⁾ = Õ(η⁻¹σ0^0.8) hides its constant; measured is the share of experts whose gradient "
-        "reaches σ0^1.8 before 0.01·T1 (the lemma: all), the least per σ0 in extra",
+        "reaches σ0^1.8 before 0.01·T1 (the lemma: all), the least per σ0 in extra; 0.01·T1 is "
+        f"{lo:.2g}–{hi:.2g} steps on this grid{at_zero}",
         extra={
+            "one_percent_of_T1_in_steps": [lo, hi],
             "share_by_sigma0": _least_by(xs, early),
             "projection_share_after_T_m": _least_by(xs, [r["median_share_after_T_m"] for r in rows]),
         },
@@ -218,7 +267,7 @@ def verify_undecidable_steps(seed: int, tier: str) -> list[Record]:
     pairs = [(d, seed + r) for d in ds for r in range(seeds)]
     rows = [exploration_quantities(exploration_run(d, d ** (-1 / 3), sd)) for d, sd in pairs]
     xs = np.array([d for d, _ in pairs], dtype=float)
-    params = {"d": list(ds), "seeds": seeds, "M": M, "J": J, "eta": ETA, "n_per_d": 80, "level": 0.95}
+    params = {"d": list(ds), "seeds": seeds, "M": M, "J": J, "eta": ETA, "n_per_d": 80, "level": LEVEL}
     gaps = np.array([r["min_center_gap_T1"] for r in rows])
     e18 = report_record(
         claim=CLAIM,

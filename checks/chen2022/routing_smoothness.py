@@ -1,7 +1,8 @@
 """Smoothed routing (Chen et al. 2022, App. C): Lemma 5.1 / C.1 (B4), C.3 (B5), C.4 (B6).
 
-Every probability here is exact (`lab.chen2022.routing`), so inequalities are compared without Monte
-Carlo; the only allowance is the stated round-off `ROUND_OFF` of exact p, added to each bound.
+Every probability here is exact (`lab.chen2022.routing`; for Gaussian noise to quadrature precision), so
+inequalities are compared without Monte Carlo; the only allowance is the stated round-off `ROUND_OFF` of
+exact p, added to each bound.
 Monte Carlo (the perturbed-argmax kernel, Clopper–Pearson) appears only where the claim is
 about the kernel itself (B6). Inputs come from the Hypothesis strategies of
 `checks.strategies.routing`, steered by `hypothesis.target` towards the worst case
@@ -141,12 +142,13 @@ def _examples(tier: str, quick: int, full: int) -> int:
 
 def _lipschitz_record(key, noise_name, kappa, best, kind, examples, statement, extra=None) -> Record:
     value, worst = best["paper"]
+    pinned = len(tie_pairs())
     return upper_bound_record(
         claim="B4",
         key=key,
         statement=statement,
         kind=kind,
-        params={"noise": noise_name, "kappa": kappa, "examples": examples, "M": "2..64"},
+        params={"noise": noise_name, "kappa": kappa, "examples": examples, "pinned": pinned, "M": "2..64"},
         measured=value,
         bound=1.0,
         note="measured = max ‖Δp‖∞ / (κM²‖Δh‖∞ + round-off) over Hypothesis pairs",
@@ -191,9 +193,17 @@ def verify_lipschitz(seed: int, tier: str) -> list[Record]:
         upper_bound_record(
             claim="B4",
             key="sharpened",
-            statement="sharpened (lab's proof): ‖Δp‖∞ ≤ 2κ‖Δh‖∞ for every M",
+            statement=(
+                "sharpened (lab's proof, every M): ‖Δp‖∞ ≤ 2κ‖Δh‖∞, checked on the Hypothesis pairs"
+                f" (M = 2..64) and by the search at M = {', '.join(map(str, Ms))}"
+            ),
             kind="premise",
-            params={"families": [repr(n) for n in FAMILIES], "examples": examples, "M_searched": Ms},
+            params={
+                "families": [repr(n) for n in FAMILIES],
+                "examples": examples,
+                "pinned": len(tie_pairs()),
+                "M_searched": Ms,
+            },
             measured=max(sharp.values()),
             bound=1.0,
             rtol=JACOBIAN_RTOL,
@@ -278,12 +288,13 @@ def _beyond_sharp_record(Ms: tuple[int, ...], kind: str, key: str) -> Record:
     """q/(κδ) > 2 at some M of `Ms` under Unif[0, 1]: no argument through q reaches the proven 2κ."""
     rows = coupling_rows(PAPER_NOISE, Ms)
     top = max(rows, key=lambda row: row["change"])
+    where = f"at M = {Ms[0]}" if len(Ms) == 1 else f"for some M ∈ {{{', '.join(map(str, Ms))}}} (max over M)"
     return lower_bound_record(
         claim="B4",
         key=key,
         statement=(
-            f"Lemma C.1's proof, Unif[0, 1], M ∈ {{{', '.join(map(str, Ms))}}}: the argmax-change probability"
-            " under the proof's coupling exceeds 2κ‖Δh‖∞, the proven ceiling of ‖Δp‖∞"
+            f"Lemma C.1's proof, Unif[0, 1]: the argmax-change probability under the proof's coupling exceeds"
+            f" 2κ‖Δh‖∞, the proven ceiling of ‖Δp‖∞, {where}"
         ),
         kind=kind,
         params=_coupling_params(PAPER_NOISE, Ms),
@@ -324,19 +335,26 @@ def verify_proof_coupling(seed: int, tier: str) -> list[Record]:
 # ---------------------------------------------------------------- B5: Lemma C.3
 
 
+def _swap_statement(noise: Noise) -> str:
+    """Lemma C.3 as the paper states it (Unif[0, 1], M²), or the lab's extension to other noise via C.1."""
+    if noise == PAPER_NOISE:
+        return f"Lemma C.3, {noise_label(noise)}: |p_m − p_m'| ≤ M²|h_m − h_m'|"
+    return f"lab's extension of C.3 via C.1 (κM²), {noise_label(noise)}: |p_m − p_m'| ≤ κM²|h_m − h_m'|"
+
+
 @register("B5", name="checks.routing_smoothness.verify_swap")
 def verify_swap(seed: int, tier: str) -> list[Record]:
     """B5: |p_m − p_m'| ≤ M²|h_m − h_m'| (Unif[0, 1]; κM² for other noises); non-iid and no-noise controls."""
     examples = _examples(tier, 60, 600)
     records, sharp = [], {}
     for i, noise in enumerate(FAMILIES):
+        pinned = [*tie_vectors(noise.spread), swap_worst_start(noise)]
         best = hypothesis_maximum(
             _swap_scores(exact_router(noise), noise.kappa),
             gate_vectors(scale=noise.spread),
             examples,
             seed + i,
-            # every family also starts at the derived M = 2 worst case (a near tie: |Δp|/|Δh| → 2∫f²)
-            [*tie_vectors(noise.spread), swap_worst_start(noise)],
+            pinned,  # with the derived M = 2 worst case (a near tie: |Δp|/|Δh| → 2∫f²) for every family
         )
         sharp[noise.name] = best["sharp"][0]
         value, worst = best["paper"]
@@ -344,9 +362,14 @@ def verify_swap(seed: int, tier: str) -> list[Record]:
             upper_bound_record(
                 claim="B5",
                 key=f"lemma-c3-{noise.name}",
-                statement=f"Lemma C.3, {noise_label(noise)}: |p_m − p_m'| ≤ κM²|h_m − h_m'|",
+                statement=_swap_statement(noise),
                 kind="premise",
-                params={"noise": repr(noise), "kappa": noise.kappa, "examples": examples},
+                params={
+                    "noise": repr(noise),
+                    "kappa": noise.kappa,
+                    "examples": examples,
+                    "pinned": len(pinned),
+                },
                 measured=value,
                 bound=1.0,
                 note="measured = max |p_m − p_m'| / (κM²|h_m − h_m'| + round-off) over Hypothesis h"
@@ -358,7 +381,10 @@ def verify_swap(seed: int, tier: str) -> list[Record]:
         upper_bound_record(
             claim="B5",
             key="sharpened",
-            statement="sharpened: |p_m − p_m'| ≤ 2κ|h_m − h_m'| for every M",
+            statement=(
+                "sharpened (lab's proof, every M): |p_m − p_m'| ≤ 2κ|h_m − h_m'|, checked on the Hypothesis h"
+                " and pinned starts"
+            ),
             kind="premise",
             params={"families": [repr(n) for n in FAMILIES], "examples": examples},
             measured=max(sharp.values()),

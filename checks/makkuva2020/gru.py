@@ -94,7 +94,7 @@ def check_d6(seed: int, tier: str) -> list[Record]:
             verdict="holds" if generic == 0.0 else "violated",
             rule="upper",
             finding=(
-                "a slip in how Sec. 2 writes the GRU: for the reset-before form it writes, "
+                "eq. (4) does not follow from the GRU Sec. 2 displays: for the reset-before form it writes, "
                 "g(U_h x + W_h (r ⊙ h)), coordinate i agrees with eq. (4) only if "
                 "sum_j (W_h)_ij (r_j - r_i) h_j = 0 (a scalar state, a diagonal W_h or a reset gate constant "
                 "across coordinates); eq. (4) is exact for the reset-after form g(U_h x + r ⊙ (W_h h))"

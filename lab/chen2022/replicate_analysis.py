@@ -12,7 +12,8 @@ a summary, from every summary the folder holds. Its fields (format `ANALYSIS_FOR
   `moved_by` points) beside the median gap between two float64 seeds (`rounding`), and the widest pair;
 - `stalled`: the stated-model nonlinear-MoE runs of the full-tier Table 1 and Table 3 summaries, a run
   of both tables counted once (a seed's float64 and float32 runs are two runs): how many end below
-  `below` % (their rate with its `level` Clopper–Pearson interval), the lowest, the median of the others;
+  `below` % (their rate with its `level` Clopper–Pearson interval), the lowest, the median of the others,
+  and per precision alone (`by_dtype`, since a seed's two precisions are twins, not independent runs);
 - `same_init`: per variant, the span of Table 10's cell means (same-init MoEs), beside the paper's span;
 - `agreement`: per variant with a full-tier float64 Table 3 summary (else Table 1), each cell and setting
   against the paper's mean ± sd "over ten random experiments" (Table 1's caption; `PAPER_RUNS`): the
@@ -152,6 +153,15 @@ def stalled_runs(summaries: dict[str, dict]) -> dict | None:
         return None
     low = [acc for acc in runs if acc < STALL_BELOW]
     others = [acc for acc in runs if acc >= STALL_BELOW]
+    by_dtype = {}  # a seed's float64 and float32 runs are twins, not independent: each precision alone
+    for dtype in sorted({key[2] for key in found}):
+        mine = [acc for key, acc in found.items() if key[2] == dtype]
+        stalled = sum(acc < STALL_BELOW for acc in mine)
+        by_dtype[dtype] = {
+            "runs": len(mine),
+            "stalled": stalled,
+            "interval": list(clopper_pearson(stalled, len(mine), STALL_LEVEL)),
+        }
     return {
         "summaries": sorted(names),
         "below": STALL_BELOW,
@@ -162,6 +172,7 @@ def stalled_runs(summaries: dict[str, dict]) -> dict | None:
         "interval": list(clopper_pearson(len(low), len(runs), STALL_LEVEL)),
         "lowest": min(runs),
         "median_others": float(np.median(others)) if others else None,
+        "by_dtype": by_dtype,
     }
 
 

@@ -30,8 +30,10 @@ lies within 2δ below it: q = b ∫ f F^{b−1} [F^a − F(· − 2δ)^a] dt, so
 
 M(M − 1)∫ f² F^{M−2} being the density at 0 of the gap between the two largest noises. For
 Unif[0, w] this is 2ab/(M − 1), M²/(2(M − 1)) ≈ M/2 at a = b = M/2: q grows like M. For
-Gumbel(0, β) it is 2e·ab/M² ≤ e/2 for every M (the top-two gap of iid Gumbels is Exp(1/β)
-whatever M). For N(0, s²) it grows slowly (the top gap shrinks like s/√(2 log M)). U grows like
+Gumbel(0, β) it is 2e·ab/M² ≤ e/2 for every M (e/2 at a = b = M/2), because ∫ f² F^{M−2} dt =
+1/(βM²) exactly and κ = 1/(eβ). (The top-two gap of M iid Gumbels is not Exp(1/β) for finite M:
+P(gap > g) = M/(1 + (M − 1)e^{g/β}), whose density at 0 is (M − 1)/(Mβ); Exp(1/β) only as M → ∞.)
+For N(0, s²) it grows slowly (the top gap shrinks like s/√(2 log M)). U grows like
 M(M − 1)∫ f²/κ for all three: the union bound, not the coupling event, carries the M².
 """
 

@@ -30,7 +30,9 @@ def rate_rows(report: dict) -> list[dict]:
     accuracy of the others (the report's statistics of `test_accuracy`), first divergence."""
     rows = []
     for group in report["groups"]:
-        accuracy, diverged = (group["metrics"].get(k) for k in ("test_accuracy", "diverged_at"))
+        accuracy, diverged, steps = (
+            group["metrics"].get(k) for k in ("test_accuracy", "diverged_at", "steps")
+        )
         rows.append(
             {
                 "eta": group["fields"]["eta"],
@@ -40,6 +42,7 @@ def rate_rows(report: dict) -> list[dict]:
                 "first_divergence": int(diverged["min"]) if diverged else None,
                 "mean": accuracy["mean"] if accuracy else None,
                 "sd": accuracy["std"] if accuracy else None,
+                "steps": [int(steps["min"]), int(steps["max"])] if steps else None,
             }
         )
     return sorted(rows, key=lambda row: (row["eta"], row["load_balancing"]))
@@ -63,7 +66,10 @@ def _outcome(row: dict) -> str:
 def gd_rate_study(report: dict) -> dict[str, Any]:
     """A plain-GD rate sweep beside Table 11: its rows (`rate_rows`) with the paper's row, the difference
     and the outcome; the rates where the paper's pattern shows (GD succeeds with LB and fails without),
-    where GD with LB succeeds, where both succeed, and where GD without LB lands near the paper's row."""
+    where it shows only partly (`partial`: with LB some runs succeed and the rest diverge, without LB all
+    diverge), where GD with LB succeeds, where both succeed, where GD without LB lands near the paper's
+    row, and the rows whose runs stayed finite yet all stopped before the longest run's last step
+    (`stopped_early`: a stopping rule, not divergence, ended them)."""
     papers = gd_papers()
     rows = [
         row | {"paper": papers[row["load_balancing"]], "outcome": _outcome(row)} for row in rate_rows(report)
@@ -71,6 +77,7 @@ def gd_rate_study(report: dict) -> dict[str, Any]:
     by = {(r["eta"], r["load_balancing"]): r for r in rows}
     etas = sorted({r["eta"] for r in rows})
     lb = next(k for k in papers if k != "none")
+    longest = max((r["steps"][1] for r in rows if r["steps"]), default=0)
 
     def ok(eta, key):
         row = by.get((eta, key))
@@ -82,9 +89,19 @@ def gd_rate_study(report: dict) -> dict[str, Any]:
         "success_from": STALL_BELOW,
         "paper_without_lb": papers["none"],
         "pattern": [e for e in etas if ok(e, lb) and (e, "none") in by and not ok(e, "none")],
+        # with LB some runs finish at or above the threshold and the others diverge; without LB all diverge
+        "partial": [
+            by[e, lb]
+            for e in etas
+            if (e, lb) in by
+            and by[e, lb]["outcome"].startswith("success,")
+            and (e, "none") in by
+            and by[e, "none"]["outcome"] == "diverged"
+        ],
         "with_lb": [e for e in etas if ok(e, lb)],
         "both": [e for e in etas if ok(e, lb) and ok(e, "none")],
         "near": [e for e in etas if (e, "none") in by and _near(by[e, "none"], papers["none"])],
+        "stopped_early": [r for r in rows if r["steps"] and not r["diverged"] and r["steps"][1] < longest],
     }
 
 

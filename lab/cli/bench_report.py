@@ -84,18 +84,36 @@ def load_run(path: Path) -> dict[str, Any]:
 
 
 def _minimum_ms(bench: dict) -> float:
-    return 1e3 * bench["stats"]["min"]
+    """A saved benchmark's minimum time in ms (a summary's entry stores it as `min_ms`)."""
+    return 1e3 * bench["stats"]["min"] if "stats" in bench else bench["min_ms"]
 
 
-def twin_minimums(benchmarks: list[dict]) -> dict[str | None, float]:
-    """Minimum time (ms) of each group's NumPy twin, the `[numpy]`-parametrised benchmark."""
-    return {b["group"]: _minimum_ms(b) for b in benchmarks if "[numpy]" in b["name"]}
+def _parameters(name: str) -> list[str]:
+    """The parametrisation ids of a benchmark's name, `test_x[router_logits-numpy]` → router_logits, numpy."""
+    inside = name.partition("[")[2].removesuffix("]")
+    return inside.split("-") if inside else []
 
 
-def speedup(bench: dict, twins: dict[str | None, float]) -> float | None:
-    """How many times faster than the NumPy twin of its group (None for a twin or a group without one)."""
-    twin = twins.get(bench["group"])
-    return twin / _minimum_ms(bench) if twin and "[numpy]" not in bench["name"] else None
+def _numpy_parametrised(name: str) -> bool:
+    """A benchmark parametrised as NumPy: `[numpy]`, `[numpy-dense]`, `[router_logits-numpy]`."""
+    return "numpy" in _parameters(name)
+
+
+def _twin_key(bench: dict) -> tuple[str | None, tuple[str, ...]]:
+    """A benchmark's group and its other parametrisation ids: a kernel and its NumPy twin share it."""
+    return bench["group"], tuple(p for p in _parameters(bench["name"]) if p not in ("numpy", "numba"))
+
+
+def twin_minimums(benchmarks: list[dict]) -> dict[tuple[str | None, tuple[str, ...]], float]:
+    """Minimum time (ms) of each NumPy twin (a benchmark parametrised `numpy`), by its `_twin_key`."""
+    return {_twin_key(b): _minimum_ms(b) for b in benchmarks if _numpy_parametrised(b["name"])}
+
+
+def speedup(bench: dict, twins: dict[tuple[str | None, tuple[str, ...]], float]) -> float | None:
+    """How many times faster than its NumPy twin (the same group and other parametrisation ids; None for a
+    twin or a benchmark without one)."""
+    twin = twins.get(_twin_key(bench))
+    return twin / _minimum_ms(bench) if twin and not _numpy_parametrised(bench["name"]) else None
 
 
 def measures(extra: dict) -> dict[str, float]:
@@ -154,20 +172,21 @@ def _is_peak(bench: dict) -> bool:
 
 
 def _is_twin(bench: dict) -> bool:
-    return "[numpy]" in bench["name"] or bench["kernel"].endswith("_numpy")
+    """A NumPy twin: parametrised `numpy` (`[numpy]`, `[numpy-dense]`, `[router_logits-numpy]`) or a kernel
+    named `*_numpy`. A twin often shares its kernel's name, so letting one in overwrites the kernel's rate."""
+    return _numpy_parametrised(bench["name"]) or bench["kernel"].endswith("_numpy")
 
 
 def kernel_rates(benches: list[dict]) -> dict[str, Any]:
     """Each kernel's fraction of the one-thread DGEMM rate (NumPy twins and peak probes left out), best
-    first, their median over kernels, and the least and most rounds of any benchmark."""
+    first, their median over kernels, and the least and most rounds of the benchmarks listed."""
     import numpy as np
 
-    fractions = {
-        b["kernel"]: b["fraction_of_dgemm"]
-        for b in benches
-        if b.get("fraction_of_dgemm") is not None and not _is_twin(b) and not _is_peak(b)
-    }
-    rounds = sorted({b["rounds"] for b in benches if b.get("rounds")})
+    listed = [
+        b for b in benches if b.get("fraction_of_dgemm") is not None and not _is_twin(b) and not _is_peak(b)
+    ]
+    fractions = {b["kernel"]: b["fraction_of_dgemm"] for b in listed}
+    rounds = sorted({b["rounds"] for b in listed if b.get("rounds")})
     return {
         "fractions": sorted(([k, v] for k, v in fractions.items()), key=lambda kv: (-kv[1], kv[0])),
         "median": float(np.median(list(fractions.values()))) if fractions else None,
@@ -274,6 +293,16 @@ def summary(run: dict, source: str) -> dict[str, Any]:
     }
 
 
+def recomputed(data: dict[str, Any]) -> dict[str, Any]:
+    """A written summary with its derived fields (each entry's speed-up over its NumPy twin, `statistics`
+    and the judged targets) computed afresh from its own benchmarks, as `summary` computes them: how a
+    summary written before a fix to these functions is brought up to date without re-running anything."""
+    benches = data["benchmarks"]
+    twins = twin_minimums(benches)
+    benches = [b | {"speedup_vs_numpy_twin": speedup(b, twins)} for b in benches]
+    return data | {"benchmarks": benches, "statistics": statistics(benches), "targets": judged(benches)}
+
+
 @register_command(
     "bench-report", "Markdown report of the last saved benchmark run against the one before, and its summary"
 )
@@ -285,8 +314,20 @@ def configure(parser: argparse.ArgumentParser):
         metavar="PATH",
         help="also write the latest run's summary JSON (e.g. results/bench/summary.json)",
     )
+    parser.add_argument(
+        "--recompute",
+        metavar="PATH",
+        help="only recompute the derived fields of the summary PATH from its own benchmarks, in place",
+    )
 
     def run(args: argparse.Namespace) -> int:
+        if args.recompute:
+            try:
+                data = json.loads(Path(args.recompute).read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                raise InputError(f"--recompute: {args.recompute}: not a readable summary ({exc})") from None
+            write_json_atomic(args.recompute, recomputed(data))
+            return 0
         runs = saved_runs(Path(args.storage))
         if not runs:
             raise InputError(f"--storage: no saved benchmark runs under {args.storage!r}; run `nox -s bench`")

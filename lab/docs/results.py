@@ -25,6 +25,7 @@ from lab.cli.bench_report import BENCH_SUMMARY, SUMMARY_FORMAT
 from lab.cli.timing import TIMING, TIMING_FORMAT
 from lab.cli.verify import VERIFY_FILE
 from lab.core.schema import INT, NUMBER, OBJECT, TEXT, Each, Is, ResultsError, check, load, read_json
+from lab.kernels.compile_profile import COMPILE_PROFILE, PROFILE_FORMAT, PROFILE_NAME
 from lab.makkuva2020 import fig1_experiment as fig1
 from lab.sweeps.proof_chain import PROOF_CHAIN_ANALYSIS, PROOF_CHAIN_REPORT
 from lab.sweeps.report import SWEEP_REPORT
@@ -61,6 +62,7 @@ class Results:
     timing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (file name, record)
     sweeps: dict[str, dict[str, Any]] = field(default_factory=dict)  # sweep reports by sweep name
     analysis: dict[str, Any] | None = None  # the replicate analysis beside the Chen et al. files, if any
+    compile_profile: dict[str, Any] | None = None  # bench/compile_profile.json (`python -m lab kernels`)
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -134,6 +136,11 @@ def load_bench(path: Path) -> dict[str, Any]:
     return load(path, BENCH_SUMMARY, "a benchmark summary", format=SUMMARY_FORMAT)
 
 
+def load_compile_profile(path: Path) -> dict[str, Any] | None:
+    """The compile profile written by `python -m lab kernels --compile-profile` (None when not committed)."""
+    return load(path, COMPILE_PROFILE, "a compile profile", format=PROFILE_FORMAT) if path.exists() else None
+
+
 def load_timing(path: Path) -> dict[str, Any]:
     """One timing record written by `python -m lab replicate ... --timing PATH`."""
     return load(path, TIMING, "a replicate timing", format=TIMING_FORMAT)
@@ -200,9 +207,10 @@ def load_results(folder: str | Path) -> Results:
     replications = [load_replication(p) for p in found]
     chen = [r.path for r in replications if r.target in TARGETS]
     analysis = load_analysis(root / "replicate" / ANALYSIS_NAME, chen)
-    bench = {p.name: load_bench(p) for p in sorted((root / "bench").glob("*.json"))}
+    bench = {p.name: load_bench(p) for p in sorted((root / "bench").glob("*.json")) if p.name != PROFILE_NAME}
+    compiled = load_compile_profile(root / "bench" / PROFILE_NAME)
     proof_chain = load_proof_chain(root / "proof_chain" / "proof_chain.json")
     timing = [(p.name, load_timing(p)) for p in sorted((root / "timing").glob("*.json"))]
     sweeps = {p.stem: load_sweep_report(p) for p in sorted((root / "sweeps").glob("*.json"))}
     mutation = load_mutation(root / "mutation")
-    return Results(verify, replications, bench, mutation, proof_chain, timing, sweeps, analysis)
+    return Results(verify, replications, bench, mutation, proof_chain, timing, sweeps, analysis, compiled)

@@ -8,6 +8,7 @@ at dimension d under the theorem's conditions (σ0 = d^(−1/3), η_r = M²η, n
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ PROOF_CHAIN_ANALYSIS = {  # the schema of the report's `analysis` (`proof_chain_
     "level": NUMBER,
     "d": LIST,
     "fits": {" ".join(PROOF_CHAIN_FITTED): {"slope log_c": NUMBER, "interval median": LIST}},
-    "counts": {"runs T1 T2": LIST, "holds": Each(LIST)},
+    "counts": {"runs T1 T2": LIST, "holds holds_nonempty": Each(LIST)},
     "schedule e3_ratio routing": OBJECT,
 }
 
@@ -107,6 +108,7 @@ def proof_chain_fits(values: dict[str, list[Any]], runs: list[dict[str, Any]]) -
 
 # Steps counted per d in the d study (how many runs satisfy each): D.4, routing by M_k, professions, E.18.
 PROOF_CHAIN_COUNTED = ("chain.D.4", "routing_follows_professions", "professions_predict", "chain.E.18")
+NONEMPTY = "chain.D.4"  # Lemma D.4 in a run: every M_k non-empty, without which Ω_k cannot be routed into M_k
 E3_RATIO = "h_inf_T1_over_sigma0_1_5"  # E.3 at T1 as ‖h‖∞/σ0^1.5, the ratio the proof keeps O(1)
 SECOND_STAGE_M = (
     2,
@@ -127,24 +129,43 @@ def _count(runs: list[dict[str, Any]], key: str) -> int:
     return sum(r.get(key) == 1.0 for r in runs)
 
 
+def _nonempty(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs whose every M_k is non-empty (D.4 holds): the only ones where Ω_k can be routed into M_k."""
+    return [r for r in runs if r.get(NONEMPTY) == 1.0]
+
+
 def proof_chain_counts(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per d, in increasing d: the runs, T1 and T2 (one value per d), and the runs satisfying each counted
-    step of the chain (D.4, routing by M_k, professions predicting, E.18)."""
+    """Per d, in increasing d: the runs, T1 and T2 (one value per d), the runs satisfying each counted
+    step of the chain (D.4, routing by M_k, professions predicting, E.18), and the same counts among the
+    runs whose every M_k is non-empty (`holds_nonempty`, out of `holds["chain.D.4"]`)."""
     groups = _by_d(runs)
     return {
         "runs": [len(g) for g in groups],
         "T1": [g[0]["T1"] for g in groups],
         "T2": [g[0]["T2"] for g in groups],
         "holds": {key: [_count(g, key) for g in groups] for key in PROOF_CHAIN_COUNTED},
+        "holds_nonempty": {key: [_count(_nonempty(g), key) for g in groups] for key in PROOF_CHAIN_COUNTED},
     }
+
+
+def all_nonempty_probability(K: int, M: int) -> float:
+    """P(every M_k non-empty) when the professions k*_m of M experts are iid uniform on [K] (Def. D.3 at a
+    Gaussian initialization): the share of surjections, by inclusion–exclusion over the empty sets."""
+    import math
+
+    return float(sum((-1) ** j * math.comb(K, j) * (1 - j / K) ** M for j in range(K + 1)))
 
 
 def stage_schedule(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The stage schedule of Sec. 5 over the study: runs with T1 < T2, the thresholds d > M¹² for the
-    stage (T1, T2] at σ0 = d^(−1/3), ηM² (T2 = 0 when above 1) and σ0^0.5·M² = T1/T2 at the largest d."""
+    stage (T1, T2] at σ0 = d^(−1/3), ηM² (T2 = 0 when above 1) and σ0^0.5·M² = T1/T2 at the largest d;
+    the runs routing by M_k and with professions predicting, over all runs and over those whose every M_k
+    is non-empty (`nonempty`), K and the chance `p_all_nonempty` of that for iid uniform professions."""
+    from lab.chen2022.data import setting
     from lab.chen2022.proof_monitors import ProofSchedule, d_for_second_stage
 
     M, eta, d_max = runs[0]["M"], runs[0]["eta"], max(r["d"] for r in runs)
+    K, nonempty = setting(1).K, _nonempty(runs)  # monitored runs are setting 1's data
     m = SECOND_STAGE_M[0]
     d = 2 * round(d_for_second_stage(m))  # twice the least M's threshold, at the study's η
     example = ProofSchedule(d=d, M=m, eta=eta, sigma0=d ** (-1 / 3))
@@ -153,6 +174,11 @@ def stage_schedule(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "ordered": sum(r["T1"] < r["T2"] for r in runs),
         "routed": _count(runs, "routing_follows_professions"),
         "predicted": _count(runs, "professions_predict"),
+        "nonempty": len(nonempty),
+        "routed_nonempty": _count(nonempty, "routing_follows_professions"),
+        "predicted_nonempty": _count(nonempty, "professions_predict"),
+        "K": K,
+        "p_all_nonempty": all_nonempty_probability(K, M),
         "M": M,
         "eta": eta,
         "eta_M2": eta * M**2,
@@ -181,12 +207,23 @@ def e3_ratio(runs: list[dict[str, Any]], fit: dict[str, Any]) -> dict[str, Any]:
 
 
 def routing_trend(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per d, the least share of a cluster Ω_k routed into M_k at the end (mean over seeds), and whether it
-    rises from the least d to the largest."""
+    """Per d, the least share of a cluster Ω_k routed into M_k at the end: mean and sd over seeds (sd None
+    with one run), the mean over the runs whose every M_k is non-empty (`share_nonempty`, None without
+    one; a run with an empty M_k has share 0), whether the mean is higher at the largest d than at the
+    least (`rises`) and whether it rises at every step of d (`monotone`)."""
     import numpy as np
 
-    share = [float(np.mean([r["routed_share_end"] for r in g])) for g in _by_d(runs)]
-    return {"share": share, "rises": share[-1] > share[0]}
+    groups = _by_d(runs)
+    share = [float(np.mean([r["routed_share_end"] for r in g])) for g in groups]
+    sd = [float(np.std([r["routed_share_end"] for r in g], ddof=1)) if len(g) > 1 else None for g in groups]
+    nonempty = [[r["routed_share_end"] for r in _nonempty(g)] for g in groups]
+    return {
+        "share": share,
+        "sd": sd,
+        "share_nonempty": [float(np.mean(s)) if s else None for s in nonempty],
+        "rises": share[-1] > share[0],
+        "monotone": all(b > a for a, b in itertools.pairwise(share)),
+    }
 
 
 def sharpened_schedule(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.cli.bench_report import report, saved_runs, statistics, summary
+from lab.cli.bench_report import kernel_rates, recomputed, report, saved_runs, statistics, summary
 from lab.cli.main import main
 from lab.docs.results import load_bench
 from tests.rounding import rounded
@@ -121,3 +121,56 @@ def test_the_committed_statistics_are_the_writers_over_the_committed_benchmarks(
     split = step["structured"]
     assert split["expert_pass"] + split["rest"] == pytest.approx(split["ratio_to_dense"])
     assert step["speedup_vs_numpy_twin"] > 1
+
+
+def _router_run():
+    """A kernel and its NumPy twin parametrised as pytest ids them, `[router_logits-numba]` and
+    `[router_logits-numpy]`: one group, one kernel name."""
+
+    def bench(backend, ms, fraction, rounds):
+        return {
+            "name": f"test_router_products[router_logits-{backend}]",
+            "fullname": f"b.py::test_router_products[router_logits-{backend}]",
+            "group": "router_logits",
+            "stats": {"min": ms / 1e3, "rounds": rounds},
+            "extra_info": {"kernel": "router_logits", "fraction_of_dgemm": fraction},
+        }
+
+    return {"benchmarks": [bench("numba", 1.0, 2.0, 40), bench("numpy", 4.0, 0.5, 7)]}
+
+
+def test_a_twin_named_with_its_kernel_is_left_out_of_the_kernel_rates():
+    """`[router_logits-numpy]` is a twin: its rate must not overwrite the Numba kernel's (nor its rounds
+    enter the range of the kernels listed), and it is the Numba kernel's twin for the speed-up."""
+    data = summary(_router_run(), "0001_a.json")
+    rates = data["statistics"]["kernel_rates"]
+    assert rates == {"fractions": [["router_logits", 2.0]], "median": 2.0, "rounds": [40, 40]}
+    numba, numpy = data["benchmarks"]
+    assert numba["speedup_vs_numpy_twin"] == 4.0 and numpy["speedup_vs_numpy_twin"] is None
+
+
+def test_twins_pair_by_their_other_parametrisation_ids():
+    dense, structured = (
+        {"name": f"test_step[numba-{path}]", "group": "step", "kernel": f"step_{path}", "min_ms": ms}
+        for path, ms in (("dense", 2.0), ("structured", 1.0))
+    )
+    twins = [
+        {"name": f"test_step[numpy-{path}]", "group": "step", "kernel": f"step_{path}_numpy", "min_ms": ms}
+        for path, ms in (("dense", 20.0), ("structured", 30.0))
+    ]
+    data = recomputed({"benchmarks": [dense, structured, *twins], "statistics": {}, "targets": []})
+    assert [b["speedup_vs_numpy_twin"] for b in data["benchmarks"]] == [10.0, 30.0, None, None]
+    assert kernel_rates(data["benchmarks"])["fractions"] == []
+
+
+def test_recompute_rewrites_a_summarys_derived_fields_from_its_own_benchmarks(tmp_path):
+    written = summary(_router_run(), "0001_a.json")
+    stale = written | {
+        "statistics": {"kernel_rates": {"fractions": [["router_logits", 0.5]], "median": 0.5}},
+        "benchmarks": [b | {"speedup_vs_numpy_twin": None} for b in written["benchmarks"]],
+    }
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(stale))
+    assert main(["bench-report", "--recompute", str(path)]) == 0
+    assert json.loads(path.read_text()) == json.loads(json.dumps(written))
+    assert load_bench(path) == written

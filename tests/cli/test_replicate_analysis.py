@@ -84,3 +84,14 @@ def test_a_cell_without_the_papers_sd_is_a_one_sample_interval_and_no_spread_tes
     near, far = cell_agreement(lab, 74.9, None), cell_agreement(lab, 76.0, None)
     assert near["mean_agrees"] and not far["mean_agrees"]
     assert near["spread_agrees"] is None and near["sd_ratio_interval"] is None
+
+
+def test_the_stalled_rate_is_also_given_per_precision_since_a_seeds_two_precisions_are_twins():
+    from lab.chen2022.replicate_analysis import stalled_runs
+
+    summaries = _summaries(RESULTS / "replicate")
+    stalled = stalled_runs(summaries)
+    by_dtype = stalled["by_dtype"]
+    assert set(by_dtype) == {"float32", "float64"}
+    assert sum(d["runs"] for d in by_dtype.values()) == stalled["runs"]
+    assert sum(d["stalled"] for d in by_dtype.values()) == stalled["stalled"]

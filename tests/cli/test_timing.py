@@ -201,7 +201,7 @@ def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_abo
     record = _record()
     above = sum(t["above_minutes"] for t in model_times(_results(record), record))
     sentence = _time_finding(_results(record))
-    assert "in float64 took 10.0 min on 2 cores (`t.json`; target ≤ 15 min, met)" in sentence
+    assert "took 10.0 min on 2 cores (`t.json`; target ≤ 15 min, met)" in sentence
     assert f"the MoE runs account for 0.0 and the single CNNs for {above:.1f}" in sentence
     other = _record(seeds=1)  # not the target's invocation
     assert "No timed invocation of the target" in _time_finding(_results(other))

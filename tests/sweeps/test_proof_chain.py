@@ -52,3 +52,34 @@ def test_the_committed_sharpened_report_draws_a_quantity_that_is_0_in_some_run_u
     assert [t for t in titles if "not fitted" in t] == [
         "E.16: Δ_Θ within professions at the end (after T2) (not fitted: 0 in some run)"
     ]
+
+
+def test_routing_is_counted_among_the_runs_whose_every_m_k_is_non_empty():
+    """An empty M_k makes routing every Ω_k into M_k impossible (share 0): the analysis counts routing and
+    averages the share also over the runs with every M_k non-empty, and says whether the share is monotone."""
+    from lab.sweeps.proof_chain import routing_trend
+
+    runs = _runs(None)
+    for i, r in enumerate(runs):  # d = 50: one run with every M_k non-empty; d = 100: two, one routing
+        r["chain.D.4"] = 1.0 if i in (0, 3, 4) else 0.0
+        r["routing_follows_professions"] = 1.0 if i == 3 else 0.0
+        r["professions_predict"] = 0.0
+        r["routed_share_end"] = {0: 0.2, 3: 1.0, 4: 0.4}.get(i, 0.0)
+    a = proof_chain_analysis({}, runs)
+    assert a["counts"]["holds_nonempty"]["chain.D.4"] == a["counts"]["holds"]["chain.D.4"] == [1, 2]
+    assert a["counts"]["holds_nonempty"]["routing_follows_professions"] == [0, 1]
+    s = a["schedule"]
+    assert (s["nonempty"], s["routed_nonempty"], s["predicted_nonempty"], s["K"]) == (3, 1, 0, 4)
+    assert a["routing"]["share_nonempty"] == pytest.approx([0.2, 0.7])
+    assert a["routing"]["share"] == pytest.approx([0.2 / 3, 1.4 / 3])
+    assert a["routing"]["rises"] and a["routing"]["monotone"]
+    three_d = [r | {"d": d} for r, d in zip(runs, (50, 100, 200, 50, 100, 200), strict=True)]
+    assert routing_trend(three_d)["monotone"] is False  # means 0.6, 0.2, 0 over d
+
+
+def test_the_chance_that_every_profession_is_non_empty_counts_surjections():
+    from lab.sweeps.proof_chain import all_nonempty_probability
+
+    assert all_nonempty_probability(4, 4) == pytest.approx(math.factorial(4) / 4**4)
+    assert all_nonempty_probability(4, 8) == pytest.approx(1 - 0.3770751953125)  # B8's exact empty rate
+    assert all_nonempty_probability(4, 2) == 0.0

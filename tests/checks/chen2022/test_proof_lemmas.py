@@ -33,6 +33,10 @@ def test_premises_pass_and_controls_are_detected(name):
             assert r.params["instances"] >= 200 and (
                 r.ci[1] <= 0.05 if r.kind == "premise" else r.ci[0] > 0.05
             )
+        if r.ci is not None:  # every interval names its level and size, for the pages to print
+            basis = r.extra["interval"]
+            assert basis["level"] == r.params["level"] and basis["method"] == "Clopper–Pearson"
+            assert basis["n"] == r.params.get("instances", r.params.get("draws_per_cell"))
 
 
 def test_lemma_5_2_at_the_quick_tier_is_decided_by_its_interval_and_its_control_is_detected():
@@ -62,7 +66,8 @@ def test_reading_a_fitted_exponent_along_each_axis():
     assert "more slowly" in proof_rates._reading(0.8, (0.7, 0.9), 1.0, "σ0")
     assert "faster" in proof_rates._reading(-1.2, (-1.9, -0.6), -0.001, "d")
     assert "more slowly" in proof_rates._reading(0.5, (0.2, 0.8), -0.005, "d")
-    assert "contains" in proof_rates._reading(-0.3, (-1.3, 0.7), -0.005, "d")
+    assert "uninformative" in proof_rates._reading(-0.3, (-1.3, 0.7), -0.005, "d")  # holds 0 too
+    assert "contains it" in proof_rates._reading(1.7, (1.4, 2.0), 1.5, "σ0")
     assert "too few" in proof_rates._reading(None, None, 1.5, "σ0")
 
 
@@ -111,3 +116,29 @@ def test_b14_reports_every_rate_and_undecidable_step():
         "E.18",
     }
     assert all(r.kind == "report" and r.ok for r in records)
+
+
+def test_a_quantity_with_one_value_in_every_run_is_reported_unfitted():
+    """A slope fitted to constants has a zero-width interval: no exponent, the value and what it means."""
+    x = np.array([0.2, 0.2, 0.4, 0.4, 0.8, 0.8])
+    assert proof_rates._fit(x, np.full(6, 0.875)) == (None, None, 6)
+    rows = [{"routing_deviation_T1": 1 - 1 / 8} for _ in x]
+    (r,) = proof_rates._reports(x, rows, proof_rates.RATES[1:2], "σ0", "rate", {"M": 8, "d": 50})
+    assert r.measured is None and r.ci is None and r.extra["constant_value"] == 0.875
+    assert "does not fall" in r.note and "1 − 1/M" in r.note and "no exponent fitted" in r.note
+
+
+def test_a_step_of_the_empty_stage_read_at_t1_has_its_fit_but_no_reading():
+    x = np.array([50.0, 50.0, 100.0, 100.0])
+    rows = [
+        {"center_only_gap_T1": v, "e5_relative_error": v, "profession_spread_T1": v}
+        for v in (1.6, 1.3, 0.8, 0.6)
+    ]
+    records = proof_rates._reports(
+        x, rows, proof_rates.UNDECIDABLE, "d", "undecidable", {"M": 8, "d": [50, 100]}
+    )
+    by_lemma = {r.statement.split(":")[0]: r for r in records if "center-only" in r.key}
+    for lemma, other in (("Lemma E.9", "E.14"), ("Lemma E.14", "E.9")):
+        r = by_lemma[lemma]
+        assert r.ci is not None and "no reading" in r.note and f"same measurement as Lemma {other}" in r.note
+        assert r.extra["interval"] == {"method": "t (fitted slope)", "level": 0.95, "n": 4, "of": "runs"}

@@ -78,6 +78,7 @@ def test_theorem42_records_shape():
 SPECIALISED = {  # two clusters, three experts: 0 and 2 accurate on Ω_0, 1 on Ω_1, routed accordingly
     "expert_errors": [[0.0, 0.5], [0.5, 0.01], [0.02, 0.5]],
     "dispatch_noise_free": [[30, 0, 20], [0, 49, 1]],
+    "cluster_sizes": [50, 51],  # test samples of Ω_0, Ω_1
 }
 PARAMS = {"run": "planted", "seeds": 2, "level": C.LEVEL}
 
@@ -87,6 +88,7 @@ def test_theorem_sets_records_find_planted_sets():
     idle = {  # a fourth expert accurate on nothing: the sets exist only without covering [M]
         "expert_errors": [*SPECIALISED["expert_errors"], [0.5, 0.5]],
         "dispatch_noise_free": [[*row, 0] for row in SPECIALISED["dispatch_noise_free"]],
+        "cluster_sizes": SPECIALISED["cluster_sizes"],
     }
     cover, no_cover = C.theorem_sets_records([SPECIALISED, idle], PARAMS, "planted")
     assert (cover.key, no_cover.key) == ("planted-sets-exist", "planted-sets-exist-no-cover")
@@ -95,6 +97,9 @@ def test_theorem_sets_records_find_planted_sets():
     assert no_cover.measured == 2.0 and no_cover.extra["witness_sets"] == [[[0, 2], [1]]] * 2
     assert no_cover.extra["worst_routed_share"] == [0.98, 0.98]
     assert cover.params["max_error"] == C.THM42_ERROR and "level" not in cover.params
+    # the hardest cluster (largest best-expert error) is Ω_1, with its test-sample count beside it
+    assert cover.extra["hardest_cluster_best_error"] == [0.01, 0.01]
+    assert cover.extra["hardest_cluster_test_samples"] == [51, 51]
 
 
 def test_theorem_sets_records_detect_a_cluster_routed_evenly():
