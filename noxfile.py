@@ -133,10 +133,11 @@ def mutation(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff check and ruff format --check."""
-    session.install("-c", CONSTRAINTS, "ruff")
+    """ruff check, ruff format --check, and lint-imports (the layers' contracts in pyproject.toml)."""
+    session.install("-c", CONSTRAINTS, "ruff", "import-linter")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("lint-imports", "--no-cache")
 
 
 @nox.session(default=False)

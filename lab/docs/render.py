@@ -137,7 +137,8 @@ def linked_figures(pages: Pages) -> list[Path]:
 def redraw_command(figure: Path) -> str:
     """The command that draws `figure` from the JSON beside it (<name>.json) alone: a replication's figure
     (replicate/<target>.png, makkuva_fig1.png for makkuva-fig1) by `replicate --figure-only`, the compile
-    profile's (bench/compile_profile.png) by `kernels --figure`, every other a sweep report's by `sweep figure`."""
+    profile's (bench/compile_profile.png) by `kernels --figure`, every other a sweep report's by
+    `sweep figure`."""
     if figure.parent.name == "bench":
         return f"python -m lab kernels --figure {figure.with_suffix('.json')}"
     if figure.parent.name == "replicate":
