@@ -47,7 +47,12 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
         help="experts' kernels on Def. 3.1's structure, or the dense reference (Chen et al.)",
     )
     parser.add_argument("--json", metavar="PATH", help="write the runs as JSON")
-    parser.add_argument("--out", metavar="DIR", default="reports", help="folder for tables/figures")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="folder for tables/figures (default reports; with --check, the committed summaries' folder "
+        "results/replicate)",
+    )
     parser.add_argument(
         "--jobs",
         type=positive_int,
@@ -81,6 +86,14 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
         help="with --recertify: a checkout of the code that made the stale runs (e.g. a git worktree); "
         "compare the sampled reruns with the same runs under that code, for runs made on another machine",
     )
+    parser.add_argument(
+        "--check",
+        type=positive_int,
+        metavar="K",
+        help="retrain the first K seeds of each cell and setting of each target's committed full-tier "
+        "float64 summary in --out (of --variant) and compare them with their committed records, writing "
+        "nothing; exit 1 when a run's |Δ accuracy| > 1 sd of its cell's committed seeds",
+    )
     return run_replicate
 
 
@@ -91,6 +104,10 @@ def run_replicate(args: argparse.Namespace) -> int:
     if unknown:
         known = ", ".join(sorted(targets)) or "none registered"
         raise UsageError(f"unknown replication target(s) {', '.join(unknown)}; known: {known}")
+    if getattr(args, "check", None):
+        args.out = args.out or "results/replicate"
+        return run_check(args)
+    args.out = args.out or "reports"
     check_writable_folder(args.out, "--out")
     for path, what in ((args.json, "--json"), (args.timing, "--timing")):
         if path:
@@ -128,6 +145,40 @@ def run_replicate(args: argparse.Namespace) -> int:
     status = max(targets[t].run(args) for t in args.targets)
     if stopwatch is not None:
         write_timing(args.timing, stopwatch, args, configs)
+    return status
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """`replicate TARGET --check K` (`lab.chen2022.recertify.check`): every input checked before any run."""
+    from lab.chen2022.recertify import CHECKED, check, check_sample
+
+    given = [
+        flag
+        for flag, value, default in (
+            ("--recertify", getattr(args, "recertify", None), None),
+            ("--baseline", getattr(args, "baseline", None), None),
+            ("--figure-only", getattr(args, "figure_only", False), False),
+            ("--json", args.json, None),
+            ("--timing", args.timing, None),
+            ("--keep-stale", args.keep_stale, False),
+            ("--jobs", args.jobs, 1),
+            ("--seeds", args.seeds, 10),
+            ("--seed", args.seed, 0),
+            ("--settings", list(args.settings), [1, 2, 3, 4]),
+            *((f"--{key}", getattr(args, key), value) for key, value in CHECKED.items()),
+        )
+        if value != default
+    ]
+    if given:
+        raise UsageError(
+            f"--check reruns runs of a committed summary as it holds them: it goes without {given[0]}"
+        )
+    samples = [check_sample(target, args.variant, args.out, args.check) for target in args.targets]
+    status = 0
+    for sample in samples:
+        found = check(sample, not args.quiet, compile_in_child)
+        print(found.line() + "\n\n" + found.table())
+        status = max(status, found.status)
     return status
 
 
