@@ -14,7 +14,8 @@ a summary, from every summary the folder holds. Its fields (format `ANALYSIS_FOR
   of both tables counted once (a seed's float64 and float32 runs are two runs): how many end below
   `below` % (their rate with its `level` Clopper–Pearson interval), the lowest, the median of the others,
   and per precision alone (`by_dtype`, since a seed's two precisions are twins, not independent runs);
-- `same_init`: per variant, the span of Table 10's cell means (same-init MoEs), beside the paper's span;
+- `same_init`: per variant, the span of Table 10's cell means (same-init MoEs), beside the paper's span,
+  and how many cells' means agree with the paper's by `cell_agreement`;
 - `agreement`: per variant with a full-tier float64 Table 3 summary (else Table 1), each cell and setting
   against the paper's mean ± sd "over ten random experiments" (Table 1's caption; `PAPER_RUNS`): the
   `level` Welch interval of lab − paper mean (a one-sample Student-t interval of the lab's mean where the
@@ -185,6 +186,15 @@ def same_init_levels(summaries: dict[str, dict]) -> dict | None:
         cells = cell_statistics("table10", summaries[names[0]]["runs"]) if names else []
         if cells:
             means = [c["test_accuracy"]["mean"] for c in cells]
+            runs = summaries[names[0]]["runs"]
+            agree = [  # each cell against the paper's mean ± sd, as `agreement` judges Tables 1 and 3
+                cell_agreement(list(accuracy_by_seed(runs, cell, s).values()), *cell.paper[s][:2])[
+                    "mean_agrees"
+                ]
+                for cell in TARGETS["table10"]
+                for s in sorted(cell.paper)
+                if len(accuracy_by_seed(runs, cell, s)) > 1
+            ]
             levels.append(
                 {
                     "variant": variant,
@@ -193,6 +203,8 @@ def same_init_levels(summaries: dict[str, dict]) -> dict | None:
                     "high": max(means),
                     "cells": len(cells),
                     "seeds": min(c["runs"] for c in cells),
+                    "mean_agrees": sum(agree),
+                    "judged": len(agree),
                 }
             )
     papers = [paper[0] for cell in TARGETS["table10"] for paper in cell.paper.values()]
