@@ -26,6 +26,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from lab.core import validate
 from lab.core.errors import InputError
+from lab.core.io import quiet_stdout
 
 BOUND = 64.0  # |f| on every patch: wide enough that no optimum found here touches it (reported)
 FLOOR_SHARE = 1.0 / 8.0  # App. B: P(yF ≤ 0) ≥ ω/8
@@ -130,9 +131,10 @@ def optimum(alpha: DiscreteLaw, gamma: DiscreteLaw, K: int = 2, beta: float = 1.
         np.concatenate([-BOUND * np.ones(tables), np.zeros(n)]),
         np.concatenate([BOUND * np.ones(tables), np.ones(n)]),
     )
-    result = milp(
-        cost, constraints=LinearConstraint(A, lb=np.ones(n)), integrality=integrality, bounds=bounds
-    )
+    with quiet_stdout():  # HiGHS prints a debug line of its own per solve
+        result = milp(
+            cost, constraints=LinearConstraint(A, lb=np.ones(n)), integrality=integrality, bounds=bounds
+        )
     if not result.success:
         raise RuntimeError(f"the program did not solve: {result.message}")
     margins = np.array(rows) @ result.x[:tables]  # y·F of each outcome under the table found

@@ -28,7 +28,7 @@ from pathlib import Path
 from lab.cli.kernel_cache import compile_in_child, every_training_config
 from lab.cli.main import UsageError, interrupted, nonnegative_int, positive_int
 from lab.core import registry
-from lab.core.compare import compare_runs, comparison_report
+from lab.core.compare import compare_runs, comparison_file, comparison_report
 from lab.core.errors import InputError
 from lab.core.io import check_writable, write_json_atomic, write_text_atomic
 from lab.core.progress import Progress
@@ -79,6 +79,12 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
         "--only, the file's records of other claims are not compared)",
     )
     parser.add_argument(
+        "--compare-json",
+        metavar="PATH",
+        help="with --compare, also write the comparison as JSON (counts, the environment that differs, "
+        "every record not identical)",
+    )
+    parser.add_argument(
         "--jobs",
         type=positive_int,
         default=1,
@@ -90,7 +96,13 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
 def run_verify(args: argparse.Namespace) -> int:
     """Run every registered check (or those in --only); exit 0 iff every record is as expected."""
     only = _parse_only(args.only)
-    for path, what in ((args.json, "--json"), (args.markdown, "--markdown")):
+    if args.compare_json and not args.compare:
+        raise UsageError("--compare-json needs --compare FILE")
+    for path, what in (
+        (args.json, "--json"),
+        (args.markdown, "--markdown"),
+        (args.compare_json, "--compare-json"),
+    ):
         if path:
             check_writable(path, what)
     committed = read_committed(args.compare, args.seed, args.tier) if args.compare else None
@@ -126,6 +138,8 @@ def run_verify(args: argparse.Namespace) -> int:
     if committed is not None:
         comparison = compare_runs(payload, committed, only)
         print("\n" + comparison_report(comparison, args.compare), end="")
+        if args.compare_json:
+            write_json_atomic(args.compare_json, comparison_file(comparison, args.compare, where))
         status = max(status, int(comparison.failed))
     return status
 

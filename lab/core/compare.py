@@ -20,6 +20,9 @@ zero bound (derived_verdict reads it as absolute there).
 
 The environments are compared from the files' own `versions` and `environment` (`environment_changes`);
 a field one file lacks (files written before the lab recorded it) reads "unknown".
+
+`comparison_file` is what `verify --compare FILE --compare-json PATH` writes (`COMPARISON_FILE` its
+schema): the counts, the environment that differs, and every record not identical with its changes.
 """
 
 from __future__ import annotations
@@ -29,12 +32,24 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from lab.core.schema import INT, LIST, OBJECT, TEXT, Each, Is
+
 STATUSES = ("identical", "equal within rounding", "differs", "new", "missing")
 FLOATING_POINT = 1e-9  # relative: a floating-point result's last bits, where the record states no allowance
 NUMBERS = ("measured", "bound", "ci", "slack", "extra")  # compared as numbers where they hold numbers
 TEXTS = ("kind", "statement", "rule", "reason", "finding", "note", "params")  # compared as text
 STATED = (("params", "rtol"), ("extra", "round_off"), ("params", "allowance"))  # stated allowances, in turn
 UNKNOWN = "unknown"
+COMPARISON_FORMAT = "moe-lab verify comparison 1"
+COMPARISON_FILE = {  # the schema of `comparison_file` (lab.docs.results loads it)
+    "committed": TEXT,
+    "environment": OBJECT,
+    "counts": {"identical differs new missing": INT},
+    "not_run": INT,
+    "failed": Is("true or false", lambda v: isinstance(v, bool)),
+    "environment_changes": Each(LIST, "change"),
+    "rows": Each({"claim key status": TEXT, "verdicts outcomes changes": LIST}, "row"),
+}
 
 
 @dataclass(frozen=True)
@@ -274,3 +289,38 @@ def _short(value: Any, width: int = 48) -> str:
     """A value for the table: a number with every digit (the late ones are the point), text cut short."""
     text = repr(value) if _number(value) else _text(value) or "null"
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def comparison_file(comparison: Comparison, committed: str, environment: dict[str, Any]) -> dict[str, Any]:
+    """The comparison as JSON (`COMPARISON_FILE`): the committed file's name, the fresh run's environment,
+    the counts by status, the environment fields that differ and each record not identical."""
+    return {
+        "format": COMPARISON_FORMAT,
+        "committed": committed,
+        "environment": environment,
+        "counts": {status: comparison.count(status) for status in STATUSES},
+        "not_run": comparison.not_run,
+        "failed": comparison.failed,
+        "environment_changes": [list(change) for change in comparison.environment],
+        "rows": [
+            {
+                "claim": row.claim,
+                "key": row.key,
+                "status": row.status,
+                "tolerance": row.tolerance,
+                "verdicts": list(row.verdicts),
+                "outcomes": list(row.outcomes),
+                "changes": [
+                    {
+                        "where": c.where,
+                        "old": _short(c.old),
+                        "new": _short(c.new),
+                        "rounding": c.within_rounding,
+                    }
+                    for c in row.changes
+                ],
+            }
+            for row in comparison.rows
+            if row.status != "identical" or row.fails
+        ],
+    }

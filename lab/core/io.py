@@ -31,6 +31,24 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise
 
 
+@contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """File descriptor 1 sent to /dev/null meanwhile: a compiled library's own prints (HiGHS writes a
+    debug line per MIP solve) do not reach the one-line output of a command."""
+    import sys
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
     """Atomically replace `path` with `text`."""
     with atomic_path(path) as tmp:

@@ -78,10 +78,12 @@ def _numpy_simd() -> str:
 
 
 def _numba_cpu() -> str:
-    """The CPU LLVM compiles Numba's kernels for (its name says the vector instructions it may use)."""
+    """The CPU LLVM compiles Numba's kernels for (its name says the vector instructions it may use): the
+    host's, or the one NUMBA_CPU_NAME names."""
     from llvmlite import binding
+    from numba.core import config
 
-    return binding.get_host_cpu_name()
+    return config.CPU_NAME or binding.get_host_cpu_name()
 
 
 SCIENCE_PACKAGES = ("lab.kernels", "lab.chen2022", "lab.makkuva2020", "lab.shazeer2017")

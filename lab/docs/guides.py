@@ -9,6 +9,7 @@ from pathlib import Path
 from lab.core import registry
 from lab.core.records import KINDS, PROBLEMS, VERDICTS, Record
 from lab.docs.catalogue import Catalogue, catalogues
+from lab.docs.markdown import table
 from lab.docs.results import Results, ResultsError
 from lab.docs.signatures import api_entries
 from lab.docs.templating import render
@@ -63,6 +64,11 @@ def example_specs(folder: Path) -> list[tuple[str, SweepSpec, int]]:
         except ValueError as exc:
             raise ResultsError(f"{path}: {exc}") from None
     return specs
+
+
+def reproducing_page(results: Results) -> str:
+    """docs/reproducing.md: how to re-check the evidence, and the committed comparisons (reproducing/)."""
+    return render("reproducing.md.j2", "reproducing.md", results, table=table)
 
 
 def sweeps_page(results: Results, sweeps_folder: Path) -> str:

@@ -15,7 +15,7 @@ from lab.core.registry import Check, claim_order
 from lab.docs.catalogue import Catalogue, catalogues
 from lab.docs.claims_pages import PluginSource, claims_page, plugin_checks, plugin_page
 from lab.docs.findings_data import findings_page, plugin_findings
-from lab.docs.guides import adding_page, index_page, sweeps_page
+from lab.docs.guides import adding_page, index_page, reproducing_page, sweeps_page
 from lab.docs.mutation_page import mutation_page
 from lab.docs.performance_page import performance_page
 from lab.docs.replications_page import replications_page
@@ -54,6 +54,7 @@ def render_all(
         "replications.md": replications_page(results),
         "performance.md": performance_page(results),
         "sweeps.md": sweeps_page(results, Path(sweeps_folder)),
+        "reproducing.md": reproducing_page(results),
         "adding-a-claim.md": adding_page(results),
         "verification-power.md": mutation_page(results),
     }

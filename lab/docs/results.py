@@ -24,6 +24,7 @@ from lab.chen2022.training import DTYPES
 from lab.cli.bench_report import BENCH_SUMMARY, SUMMARY_FORMAT
 from lab.cli.timing import TIMING, TIMING_FORMAT
 from lab.cli.verify import VERIFY_FILE
+from lab.core.compare import COMPARISON_FILE, COMPARISON_FORMAT
 from lab.core.schema import INT, NUMBER, OBJECT, TEXT, Each, Is, ResultsError, check, load, read_json
 from lab.kernels.compile_profile import COMPILE_PROFILE, PROFILE_FORMAT, PROFILE_NAME
 from lab.makkuva2020 import fig1_experiment as fig1
@@ -63,6 +64,7 @@ class Results:
     sweeps: dict[str, dict[str, Any]] = field(default_factory=dict)  # sweep reports by sweep name
     analysis: dict[str, Any] | None = None  # the replicate analysis beside the Chen et al. files, if any
     compile_profile: dict[str, Any] | None = None  # bench/compile_profile.json (`python -m lab kernels`)
+    comparisons: dict[str, dict[str, Any]] = field(default_factory=dict)  # reproducing/*.json, by name
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -180,6 +182,11 @@ def load_mutation(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] |
     return data, load(folder / "mutants.json", MUTANTS, "a list of mutants")["mutants"]
 
 
+def load_comparison(path: Path) -> dict[str, Any]:
+    """A committed comparison of a verify run with results/verify.json (`verify --compare-json`)."""
+    return load(path, COMPARISON_FILE, "a verify comparison", format=COMPARISON_FORMAT)
+
+
 def load_proof_chain(path: Path) -> dict[str, Any] | None:
     """The sweep report of `sweeps/proof_chain.toml` (None when not committed), checked for its runs at
     two or more values of d, then for the analysis across them."""
@@ -213,4 +220,7 @@ def load_results(folder: str | Path) -> Results:
     timing = [(p.name, load_timing(p)) for p in sorted((root / "timing").glob("*.json"))]
     sweeps = {p.stem: load_sweep_report(p) for p in sorted((root / "sweeps").glob("*.json"))}
     mutation = load_mutation(root / "mutation")
-    return Results(verify, replications, bench, mutation, proof_chain, timing, sweeps, analysis, compiled)
+    comparisons = {p.stem: load_comparison(p) for p in sorted((root / "reproducing").glob("*.json"))}
+    return Results(
+        verify, replications, bench, mutation, proof_chain, timing, sweeps, analysis, compiled, comparisons
+    )

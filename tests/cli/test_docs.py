@@ -217,7 +217,7 @@ def test_render_from_a_results_folder_then_check(results, tmp_path, capsys):
 
     capsys.readouterr()
     assert _docs(results, out, "--check") == 0
-    assert "all 10 pages are current" in capsys.readouterr().out
+    assert "all 11 pages are current" in capsys.readouterr().out
 
     edited = out / "claims" / "chen2022.md"
     edited.write_text(edited.read_text().replace("| holds |", "| violated |", 1))

@@ -126,3 +126,37 @@ def test_a_file_that_is_no_verify_file_to_compare_with_exits_2_before_any_comput
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith(f"python -m lab: error: --compare: {path}")
     assert message in err and not ran
+
+
+def test_the_comparison_is_written_as_json_the_docs_read_and_render(tmp_path, capsys):
+    import shutil
+
+    from lab.docs.render import render_all
+    from lab.docs.results import load_comparison
+
+    def plant(records, data):
+        records["noise-orthonormal"]["measured"] *= 1 + 1e-6
+
+    committed = _planted(tmp_path, plant)
+    results = tmp_path / "results"
+    shutil.copytree(COMMITTED.parent, results, ignore=shutil.ignore_patterns("runs", "*.sqlite"))
+    written = results / "reproducing" / "planted.json"
+    argv = ["verify", "--only", "A1", "--quiet", "--compare", str(committed), "--compare-json", str(written)]
+    assert main(argv) == 0
+    comparison = load_comparison(written)
+    assert comparison["counts"]["differs"] == 1 and not comparison["failed"]
+    (row,) = comparison["rows"]
+    assert (row["key"], row["status"], row["changes"][0]["where"]) == (
+        "noise-orthonormal",
+        "differs",
+        "measured",
+    )
+    sweeps = Path(__file__).resolve().parents[2] / "sweeps"
+    page = render_all(results, sweeps)["reproducing.md"]
+    assert "### `results/reproducing/planted.json`" in page
+    assert "| A1 | noise-orthonormal | differs | measured |" in page
+
+
+def test_compare_json_without_compare_is_refused_in_one_line(tmp_path, capsys):
+    assert main(["verify", "--only", "A1", "--compare-json", str(tmp_path / "c.json")]) == EXIT_BAD_INPUT
+    assert "--compare-json needs --compare FILE" in capsys.readouterr().err
