@@ -40,6 +40,24 @@ def _class_words(with_bias: bool) -> str:
     return "linear CNN ⟨u, s⟩ + b" if with_bias else "bias-free linear CNN ⟨u, s⟩"
 
 
+def _in_interval(key: str, statement: str, kind: str, value: float, note: str, sampled: dict) -> Record:
+    """An accuracy `value` (one formula's) held against the sampled interval of the optimum found
+    (`sampled`: its params, measured accuracy, ci and the interval's basis)."""
+    ci = sampled["ci"]
+    verdict = "holds" if ci[0] <= value <= ci[1] else "violated"
+    return Record(
+        claim="B2",
+        key=key,
+        statement=statement,
+        kind=kind,
+        bound=value,
+        verdict=verdict,
+        rule="equal",
+        note=note,
+        **sampled,
+    )
+
+
 @register("B2", name="checks.chen2022.linear_cnn_global_optimum")
 def check_linear_cnn_optimum(seed: int, tier: str) -> list[Record]:
     """Thm 4.1's 87.5 % beside the best linear CNN found, per law and class, checked on sampled data."""
@@ -97,37 +115,27 @@ def check_linear_cnn_optimum(seed: int, tier: str) -> list[Record]:
                     },
                 )
             )
+
+            sampled_fields = {"params": params, "measured": sampled, "ci": ci, "extra": {"interval": basis}}
             records.append(
-                Record(
-                    claim="B2",
-                    key=f"{prefix}-exact-vs-sampled-{law}",
-                    statement=f"{words}: exact accuracy at the optimum found lies in the sampled CI",
-                    kind="premise",
-                    params=params,
-                    measured=sampled,
-                    bound=found.accuracy,
-                    ci=ci,
-                    verdict="holds" if ci[0] <= found.accuracy <= ci[1] else "violated",
-                    rule="equal",
-                    note="bound: the exact accuracy; measured: on data of `sample`; CI Bonferroni over 4",
-                    extra={"interval": basis},
+                _in_interval(
+                    f"{prefix}-exact-vs-sampled-{law}",
+                    f"{words}: exact accuracy at the optimum found lies in the sampled CI",
+                    "premise",
+                    found.accuracy,
+                    "bound: the exact accuracy; measured: on data of `sample`; CI Bonferroni over 4",
+                    sampled_fields,
                 )
             )
             if law in CONTROL_LAWS:
                 records.append(
-                    Record(
-                        claim="B2",
-                        key=f"control-{prefix}-projected-noise-{law}",
-                        statement=f"{words}: the accuracy with the noise off the signals' span is refuted",
-                        kind="negative-control",
-                        params=params,
-                        measured=sampled,
-                        bound=projected,
-                        ci=ci,
-                        verdict="holds" if ci[0] <= projected <= ci[1] else "violated",
-                        rule="equal",
-                        note="a planted formula: ⟨u, ξ⟩ = 0 for u in the span, unlike Def. 3.1's isotropic ξ",
-                        extra={"interval": basis},
+                    _in_interval(
+                        f"control-{prefix}-projected-noise-{law}",
+                        f"{words}: the accuracy with the noise off the signals' span is refuted",
+                        "negative-control",
+                        projected,
+                        "a planted formula: ⟨u, ξ⟩ = 0 for u in the span, unlike Def. 3.1's isotropic ξ",
+                        sampled_fields,
                     )
                 )
     return records

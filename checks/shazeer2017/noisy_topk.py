@@ -397,6 +397,11 @@ def gradient_errors(loss_fn, x, W_g, W_noise, xi, k, directions: int, rng) -> di
     return {"complex_step": worst_cs, "central_difference": worst_fd}
 
 
+def _problem_params(x: np.ndarray, W_g: np.ndarray, k: int, **more) -> dict:
+    """A C3 router problem's sizes (n inputs, d features, M experts, k kept) and the check's own values."""
+    return {"n": x.shape[0], "d": x.shape[1], "M": W_g.shape[1], "k": k, **more}
+
+
 def check_gradient(name: str, loss_fn, kind: str, key: str, problem, directions: int, rng) -> Record:
     """C3 record: relative complex-step error of the analytic gradient ≤ GRADIENT_TOL."""
     x, W_g, W_noise, xi, k = problem
@@ -406,15 +411,9 @@ def check_gradient(name: str, loss_fn, kind: str, key: str, problem, directions:
         key=key,
         statement=f"{name}: ∇ w.r.t. W_g, W_noise = complex-step derivative",
         kind=kind,
-        params={
-            "n": x.shape[0],
-            "d": x.shape[1],
-            "M": W_g.shape[1],
-            "k": k,
-            "directions": 2 * directions,
-            "h": COMPLEX_STEP,
-            "tolerance": "1000 ulps of ‖∇L‖‖V‖",
-        },
+        params=_problem_params(
+            x, W_g, k, directions=2 * directions, h=COMPLEX_STEP, tolerance="1000 ulps of ‖∇L‖‖V‖"
+        ),
         measured=errors["complex_step"],
         bound=GRADIENT_TOL,
         note="measured = max |⟨∇L,V⟩ − Im L(W+ihV)/h| / (‖∇L‖‖V‖); extra: central difference, h = ε^(1/3)",
@@ -446,16 +445,15 @@ def top1_gradient_record(name: str, loss_fn, kind: str, key: str, problem, direc
         key=key,
         statement=f"{name}, top-1 (k = 1): ∇ w.r.t. W_g is non-zero (complex step along random directions)",
         kind=kind,
-        params={
-            "n": x.shape[0],
-            "d": x.shape[1],
-            "M": W_g.shape[1],
-            "k": 1,
-            "w": 1.0,
-            "directions": directions,
-            "h": COMPLEX_STEP,
-            "allowance": "1000 ulps of ‖x‖_F (unit ‖V‖_F)",
-        },
+        params=_problem_params(
+            x,
+            W_g,
+            1,
+            w=1.0,
+            directions=directions,
+            h=COMPLEX_STEP,
+            allowance="1000 ulps of ‖x‖_F (unit ‖V‖_F)",
+        ),
         measured=float(derivatives.max()),
         bound=GRADIENT_TOL * float(np.linalg.norm(x)),
         strict=True,
