@@ -76,7 +76,13 @@ def compile_in_child(configs: list[dict]) -> None:
             )
             for i, share in enumerate(shares)
         ]
-        if any([child.wait() != 0 for child in children]):  # every child waited for
+        try:
+            failed = any([child.wait() != 0 for child in children])  # every child waited for
+        except BaseException:  # Ctrl-C: a child inside one long LLVM call would only see it after that call
+            for child in children:
+                child.kill()  # Numba writes a cache file whole (a temporary file, then a rename)
+            raise
+        if failed:
             errors.seek(0)
             last = (errors.read().strip().splitlines() or ["no output"])[-1]
             raise RuntimeError(f"compiling the kernels in a child process failed: {last}")

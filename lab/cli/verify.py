@@ -17,6 +17,7 @@ import contextlib
 import multiprocessing
 import os
 import re
+import signal
 import sys
 import time
 import traceback
@@ -38,7 +39,7 @@ from lab.core.registry import register_command
 from lab.core.schema import INT, OBJECT, TEXT, Each, ResultsError, load
 from lab.core.verdict_report import markdown_report
 from lab.sweeps.sweep import machine_cores
-from lab.sweeps.tasks import pinned_threads
+from lab.sweeps.tasks import ctrl_c_ignored, pinned_threads
 
 VERIFY_RECORD = {**RECORD_JSON, "key": TEXT}
 VERIFY_FILE = {  # --json's schema; files from before the lab recorded its environment lack that field
@@ -181,7 +182,8 @@ def run_checks(
     threads = check_threads(jobs)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-        futures = {c.name: pool.submit(_run_named, c.name, seed, tier, threads) for c in first}
+        with ctrl_c_ignored():  # the first submit starts the workers: ignoring Ctrl-C but in a check
+            futures = {c.name: pool.submit(_run_named, c.name, seed, tier, threads) for c in first}
         try:
             for future in as_completed(futures.values()):
                 progress.step(future.result()[1])
@@ -198,9 +200,15 @@ def check_threads(jobs: int) -> int:
 
 def _run_named(name: str, seed: int, tier: str, threads: int) -> tuple[list[Record], str]:
     """In a worker: `_timed` of the registered check `name`, on the worker's share of the cores (Numba and
-    BLAS, as a sweep's workers), so that the workers do not oversubscribe the machine."""
-    with pinned_threads(threads):
-        return _timed(registry.declared("check")[name], seed, tier)
+    BLAS, as a sweep's workers), so that the workers do not oversubscribe the machine. Ctrl-C interrupts
+    the check; between checks the worker ignores it (an idle worker would print a traceback), and the
+    parent, which takes it too, shuts the pool down."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pinned_threads(threads):
+            return _timed(registry.declared("check")[name], seed, tier)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _timed(check: registry.Check, seed: int, tier: str) -> tuple[list[Record], str]:

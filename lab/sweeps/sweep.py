@@ -70,7 +70,7 @@ from lab.core.progress import Progress
 from lab.core.provenance import code_fingerprint
 from lab.sweeps.keys import canonical, grid_keys, prefix_array, task_key
 from lab.sweeps.store import SweepStore
-from lab.sweeps.tasks import TaskType, run_task, task_type
+from lab.sweeps.tasks import TaskType, ctrl_c_ignored, run_task, task_type
 
 _TABLES = ("sweep", "params", "grid", "report")
 _SWEEP_FIELDS = ("task", "name", "store", "description")
@@ -440,7 +440,9 @@ def _dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
     The local workers start without Dask's MALLOC_TRIM_THRESHOLD_: setting it turns off glibc's
     adaptive mmap threshold, so every large NumPy temporary is mmap'd and page-faulted afresh,
     which made training runs 1.5-2x slower in workers than in-process. Their statistical
-    profiler is off too: it only feeds the dashboard, which this cluster does not serve.
+    profiler is off too: it only feeds the dashboard, which this cluster does not serve. The workers
+    ignore Ctrl-C (`ctrl_c_ignored`, while the cluster starts): this process takes it and closes the
+    cluster, which ends them.
     """
     import dask
     from distributed import Client, LocalCluster
@@ -449,23 +451,22 @@ def _dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
         with Client(scheduler) as client:
             yield client
         return
-    with (
-        dask.config.set(
-            {
-                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
-                "distributed.worker.profile.enabled": False,
-            }
-        ),
-        LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster) as client,
+    with dask.config.set(
+        {
+            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+            "distributed.worker.profile.enabled": False,
+        }
     ):
-        yield client
+        with ctrl_c_ignored():
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+        with cluster, Client(cluster) as client:
+            yield client
 
 
 def _table(data: dict[str, Any], name: str, source: str, required: bool = False) -> dict[str, Any]:

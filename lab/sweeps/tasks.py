@@ -16,7 +16,9 @@ import contextlib
 import inspect
 import json
 import os
+import signal
 import socket
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -140,6 +142,22 @@ def pinned_threads(threads: int) -> Iterator[None]:
             yield
     finally:
         numba.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def ctrl_c_ignored() -> Iterator[None]:
+    """SIGINT ignored inside the block, and for good in every process started there (an ignored signal
+    stays ignored across exec, and Python leaves it so), for starting worker processes: Ctrl-C reaches the
+    whole process group, and a worker that took it would print its own traceback while this process takes
+    it and ends them. A Ctrl-C inside the block is lost. Outside the main thread it changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def run_task(fn: TaskFunc, params: dict[str, Any], threads: int = 1) -> dict[str, Any]:
