@@ -173,14 +173,14 @@ def assert_resumes(args: list[str], out: Path, total: int, env: dict[str, str] |
 
 
 def interrupt_replicate_in_training(args: list[str], out: Path, after: int, env=None) -> Command:
-    """Replicate `args`, interrupted once the run after progress step `after` has trained for half as long
-    as the first run took (each run of these targets takes over twice as long as the first)."""
+    """Replicate `args`, interrupted a tenth of a second after progress step `after`, early in the next run
+    (each run of these targets takes a second or more): no timing assumption beyond that, since a run
+    that still finished before the signal is simply one more stored run."""
     command = Command(args, env)
-    _, first = command.progress(1)
     seen, _ = command.progress(after)
-    command.interrupt_at(seen + max(first / 2, 0.2))
+    command.interrupt_at(seen + 0.1)
     assert_interrupted(command)
-    assert done_runs(out) == len(command.steps()) == after  # each finished run stored, the one cut not
+    assert done_runs(out) == len(command.steps()) >= after  # each finished run stored, the one cut not
     return command
 
 
@@ -195,8 +195,8 @@ def test_verify_interrupted_in_a_check_runs_again():
     """A check interrupted in this process; verify keeps nothing, and the same command then finishes."""
     args = ["verify", "--only", "D1,D2"]
     command = Command(args)
-    seen, first = command.progress(1)
-    command.interrupt_at(seen + max(first / 2, 0.2))  # D2 takes about twice as long as D1
+    seen, _ = command.progress(1)
+    command.interrupt_at(seen + 0.2)  # early in D2, which takes seconds
     assert_interrupted(command)
     again = Command(args)
     assert again.finish() == 0, again.stderr()
