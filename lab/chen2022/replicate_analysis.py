@@ -186,15 +186,8 @@ def same_init_levels(summaries: dict[str, dict]) -> dict | None:
         cells = cell_statistics("table10", summaries[names[0]]["runs"]) if names else []
         if cells:
             means = [c["test_accuracy"]["mean"] for c in cells]
-            runs = summaries[names[0]]["runs"]
-            agree = [  # each cell against the paper's mean ± sd, as `agreement` judges Tables 1 and 3
-                cell_agreement(list(accuracy_by_seed(runs, cell, s).values()), *cell.paper[s][:2])[
-                    "mean_agrees"
-                ]
-                for cell in TARGETS["table10"]
-                for s in sorted(cell.paper)
-                if len(accuracy_by_seed(runs, cell, s)) > 1
-            ]
+            # each cell against the paper's mean ± sd, as `agreement` judges Tables 1 and 3
+            agree = [row["mean_agrees"] for row in agreement_rows("table10", summaries[names[0]]["runs"])]
             levels.append(
                 {
                     "variant": variant,
@@ -245,6 +238,19 @@ def cell_agreement(lab: list[float], paper_mean: float, paper_sd: float | None) 
     return row
 
 
+def agreement_rows(target: str, runs: list[dict]) -> list[dict]:
+    """Each cell and setting of `target` with two or more runs, against the paper (`cell_agreement`)."""
+    rows = []
+    for cell in TARGETS[target]:
+        for setting in sorted(cell.paper):
+            lab = list(accuracy_by_seed(runs, cell, setting).values())
+            if len(lab) > 1:
+                rows.append(
+                    {"cell": cell.label, "setting": setting} | cell_agreement(lab, *cell.paper[setting][:2])
+                )
+    return rows
+
+
 def agreement(summaries: dict[str, dict]) -> dict | None:
     """Per variant, the full-tier float64 Table 3 summary's cells (else Table 1's) against the
     paper, by `cell_agreement` (module)."""
@@ -260,14 +266,7 @@ def agreement(summaries: dict[str, dict]) -> dict | None:
                 break
         if not names:
             continue
-        runs, rows = summaries[names[0]]["runs"], []
-        for cell in TARGETS[target]:
-            for setting in sorted(cell.paper):
-                lab = list(accuracy_by_seed(runs, cell, setting).values())
-                if len(lab) > 1:
-                    paper_mean, paper_sd = cell.paper[setting][:2]
-                    agree = cell_agreement(lab, paper_mean, paper_sd)
-                    rows.append({"cell": cell.label, "setting": setting} | agree)
+        rows = agreement_rows(target, summaries[names[0]]["runs"])
         variants.append({"variant": variant, "summary": names[0], "rows": rows})
     return {"level": AGREEMENT_LEVEL, "paper_runs": PAPER_RUNS, "variants": variants} if variants else None
 

@@ -126,14 +126,14 @@ def test_top1_membership_matches_lab_routing_gaussian():
 # ---------------------------------------------------------------------------- C3 pieces
 
 
+def _router_problem(rng: np.random.Generator, n: int, d: int, M: int) -> tuple:
+    """x (n, d), W_g and W_noise (d, M), ξ (n, M): standard normal, drawn in that order."""
+    return rng.normal(size=(n, d)), rng.normal(size=(d, M)), rng.normal(size=(d, M)), rng.normal(size=(n, M))
+
+
 def test_gradient_check_flags_the_stop_gradient_mutant_and_not_the_real_gradient():
     rng = np.random.default_rng(2)
-    problem = (
-        rng.normal(size=(30, 4)),
-        rng.normal(size=(4, 6)),
-        rng.normal(size=(4, 6)),
-        rng.normal(size=(30, 6)),
-    )
+    problem = _router_problem(rng, 30, 4, 6)
     real = nt.gradient_errors(gating.load_loss_and_gradients, *problem, 2, 2, rng)
     mutant = nt.gradient_errors(nt.load_loss_without_threshold_path, *problem, 2, 2, rng)
     assert real["complex_step"] <= nt.GRADIENT_TOL < mutant["complex_step"]
@@ -142,13 +142,7 @@ def test_gradient_check_flags_the_stop_gradient_mutant_and_not_the_real_gradient
 
 def test_top1_gradient_rule_holds_for_the_softmax_gate_and_fails_for_shazeers_one_hot_gate():
     rng = np.random.default_rng(3)
-    problem = (
-        rng.normal(size=(30, 4)),
-        rng.normal(size=(4, 6)),
-        rng.normal(size=(4, 6)),
-        rng.normal(size=(30, 6)),
-        2,
-    )
+    problem = (*_router_problem(rng, 30, 4, 6), 2)
     pi_gate = nt.top1_gradient_record(
         "pi", gating.softmax_gate_importance_loss_and_gradients, "premise", "p", problem, 3, rng
     )
@@ -162,13 +156,7 @@ def test_top1_gradient_rule_holds_for_the_softmax_gate_and_fails_for_shazeers_on
 
 def test_directional_derivatives_match_the_analytic_gradient():
     rng = np.random.default_rng(5)
-    problem = (
-        rng.normal(size=(20, 3)),
-        rng.normal(size=(3, 5)),
-        rng.normal(size=(3, 5)),
-        rng.normal(size=(20, 5)),
-        1,
-    )
+    problem = (*_router_problem(rng, 20, 3, 5), 1)
     grad = gating.softmax_gate_importance_loss_and_gradients(*problem[:4], 1).grad_W_g
     found = nt.directional_derivatives(
         gating.softmax_gate_importance_loss_and_gradients, problem, 1, 2, np.random.default_rng(6)
