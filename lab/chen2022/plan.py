@@ -20,7 +20,7 @@ import numpy as np
 from lab.chen2022 import load_balancing, structured
 from lab.chen2022.model import logistic_loss, logistic_loss_derivative
 from lab.kernels import backend
-from lab.kernels.activations import ACTIVATION_CODES, ODD_ACTIVATIONS
+from lab.kernels.activations import ACTIVATION_CODES, ODD_ACTIVATIONS, sech2
 
 if TYPE_CHECKING:
     from lab.chen2022.training import Batch, TrainConfig
@@ -47,7 +47,7 @@ def logistic(margin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def double_softmax_ce(margin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """ℓ(y tanh(F/2)) = CE of softmax(softmax(two logits)) (the authors' code), and its derivative."""
     t = np.tanh(0.5 * margin)  # y·tanh(F/2) = tanh(yF/2) since y = ±1
-    return logistic_loss(t), logistic_loss_derivative(t) * 0.5 * (1.0 - t * t)
+    return logistic_loss(t), logistic_loss_derivative(t) * 0.5 * sech2(0.5 * margin)
 
 
 LOSSES = {

@@ -31,8 +31,9 @@ The names in `__all__` are Python entry points that check their arguments with `
 so are the sums (a literal 0.0 would make Numba add float32 products in float64, at half the SIMD width).
 The fused step's readout weights a_j (3.1) let one pass serve the two half-logits of a non-odd σ,
 and it evaluates σ and σ' together (`_sigma_and_prime`: one erf or expm1 call for both). For tanh
-a forward pass first fills z, and NumPy's SIMD `np.tanh` tabulates it (`_tabulated`); the step then
-needs no products of its own (Numba's scalar libm tanh took most of a tanh single's step).
+a forward pass first fills z, and NumPy's SIMD `np.tanh` and `np.exp` tabulate tanh z and sech² z
+from it (`_tabulated`); the step then needs no products of its own (Numba's scalar libm tanh took
+most of a tanh single's step).
 For the cubic σ the signal patches need no per-filter work at all: Σ_j a_j (s G_{r,j} + b_j)³ is a
 cubic in s with coefficients per (expert, signal), and their terms of (E.2) follow from four sums
 Σ coef·s^k per (expert, signal) (`_structured_step_cubic`, `cubic_signal_sums`).
@@ -75,6 +76,7 @@ from lab.kernels.activations import ACTIVATION_CODES
 from lab.kernels.routed import (
     _expert_on_sample,
     _logistic_slope,
+    _sech2,
     _sigma,
     _sigma_and_prime,
     _sigma_prime,
@@ -91,21 +93,20 @@ __all__ = [
 ]
 
 CUBIC, LINEAR, TANH = (ACTIVATION_CODES[name] for name in ("cubic", "linear", "tanh"))
-_TABLES = threading.local()  # `_table_buffer`'s array and its (shape, dtype), per thread
+_TABLES = threading.local()  # `_table_buffers`' arrays and their (shape, dtype), per thread
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _readout_and_primes(z, t, readout, act):
     """Σ_{p,j} a_j σ(z_{p,j}) (3.1) with a = readout, and z (P, J) overwritten with σ'(z). For tanh,
-    t (P, J) holds tanh z (`_tabulated`); the other codes ≥ 3 make one transcendental call for σ
-    and σ', the rest none (two vectorised loops)."""
+    t (2, P, J) holds tanh z and sech² z (`_tabulated`); the other codes ≥ 3 make one transcendental
+    call for σ and σ', the rest none (two vectorised loops)."""
     total = 0.0
-    if act == TANH:  # σ = t, σ' = 1 − t²
+    if act == TANH:  # σ = tanh z, σ' = sech² z, both from the table
         for p in range(z.shape[0]):
             for j in range(z.shape[1]):
-                value = t[p, j]
-                total += readout[j] * value
-                z[p, j] = 1.0 - value * value
+                total += readout[j] * t[0, p, j]
+                z[p, j] = t[1, p, j]
         return total
     if act >= 3:
         for p in range(z.shape[0]):
@@ -122,18 +123,27 @@ def _readout_and_primes(z, t, readout, act):
     return total
 
 
-def _table_buffer(shape: tuple, dtype) -> np.ndarray:
-    """The (n, P, J) array `_tabulated` fills, kept per thread for the next call of that shape: a fresh
-    one costs more in first-touch page faults (29 ms for a 128-filter single) than the table saves."""
+def _table_buffers(shape: tuple, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """z (n, P, J) and the (n, 2, P, J) table `_tabulated` fills, kept per thread for the next call of
+    that shape: fresh ones cost more in first-touch page faults (29 ms for a 128-filter single) than
+    the table saves."""
     if getattr(_TABLES, "key", None) != (shape, dtype):
-        _TABLES.key, _TABLES.array = (shape, dtype), np.empty(shape, dtype=dtype)
-    return _TABLES.array
+        n, P, J = shape
+        _TABLES.key = (shape, dtype)
+        _TABLES.arrays = np.empty(shape, dtype=dtype), np.empty((n, 2, P, J), dtype=dtype)
+    return _TABLES.arrays
 
 
-def _tabulated(z: np.ndarray) -> np.ndarray:
-    """tanh z at every pre-activation z (n, P, J), in place by NumPy's SIMD ufunc: about 15 times the
-    rate of Numba's scalar libm call here (a tanh single spent most of its step in it)."""
-    return np.tanh(z, out=z)
+def _tabulated(z: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """table[:, 0] = tanh z and table[:, 1] = sech² z = 4u/(1 + u)², u = e^{−2|z|} (no cancellation
+    where tanh z rounds to ±1), at every pre-activation z (n, P, J), by NumPy's SIMD ufuncs: about 15
+    times the rate of Numba's scalar libm calls here (a tanh single spent most of its step in them)."""
+    t, u = table[:, 0], table[:, 1]
+    np.tanh(z, out=t)
+    np.abs(z, out=u)
+    np.exp(np.multiply(u, -2.0, out=u), out=u)
+    np.divide(np.multiply(u, 4.0, out=z), np.square(np.add(u, 1.0, out=u), out=u), out=u)
+    return table
 
 
 @njit(cache=True, error_model="numpy")
@@ -141,8 +151,7 @@ def _margin_slope(margin, loss):
     """d loss / d margin by `MARGIN_LOSS_CODES`: ℓ'(m), or ℓ'(t)(1 − t²)/2 with t = tanh(m/2) (3.3)."""
     if loss == 0:
         return _logistic_slope(margin)
-    t = math.tanh(0.5 * margin)
-    return _logistic_slope(t) * 0.5 * (1.0 - t * t)
+    return _logistic_slope(math.tanh(0.5 * margin)) * 0.5 * _sech2(0.5 * margin)
 
 
 @njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
@@ -201,7 +210,8 @@ def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act, 
 @njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss, table):
     """Fused forward and backward of mean_i loss(s_i f_{m_i}(x_i)) (3.3), tile by tile (E.2); `table`
-    (n, P, J) holds tanh z for σ = tanh (`_tabulated`), else it is (n, 0, 0); W's rows have `_row_width`."""
+    (n, 2, P, J) holds tanh z and sech² z for σ = tanh (`_tabulated`), else it is (n, 2, 0, 0); W's
+    rows have `_row_width`."""
     n, Q, D = noise.shape[0], noise.shape[1], W.shape[2]
     P, M, J, R = index.shape[1] + Q, W.shape[0], W.shape[1], G.shape[1]
     T = tiles.shape[0]
@@ -446,7 +456,8 @@ def structured_step(
         signals, offset, signal_index, signal_scale, noise, W, routes, margin_scale, act, loss, readout
     )
     signals, offset, index, scale, noise, W, routes, margin_scale, act, loss, readout = args
-    margin_scale, readout = (np.ascontiguousarray(a, dtype=noise.dtype) for a in (margin_scale, readout))
+    margin_scale = np.ascontiguousarray(margin_scale, dtype=noise.dtype)
+    readout = np.array(readout, dtype=noise.dtype)  # a writeable copy: a read-only one compiles anew
     if act == CUBIC:  # each chunk of the cubic step sorts its own blocks of samples
         G, b, index, scale, W = _signal_parts(signals, offset, index, scale, W, noise.dtype)
         C = cubic_signal_sums(G, b, readout)
@@ -457,10 +468,11 @@ def structured_step(
         return f, _cubic_gradient(buffers, sums, G, b, readout, signals, offset)
     order, tiles = _tiles(routes, W.shape[0], BLOCK)
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
-    table = np.empty((noise.shape[0], 0, 0), dtype=noise.dtype)
+    table = np.empty((noise.shape[0], 2, 0, 0), dtype=noise.dtype)
     if act == TANH:  # z once, here; the step reads σ and σ' from the table alone
-        z = _table_buffer((noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1]), noise.dtype)
-        table = _tabulated(_structured_forward(G, b, index, scale, noise, W, order, tiles, LINEAR, z)[1])
+        shape = (noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1])
+        z, table = _table_buffers(shape, noise.dtype)
+        _tabulated(_structured_forward(G, b, index, scale, noise, W, order, tiles, LINEAR, z)[1], table)
     f, buffers, A, B = _structured_step(
         G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss, table
     )

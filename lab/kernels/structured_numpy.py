@@ -19,7 +19,7 @@ import numpy as np
 from lab.chen2022.model import logistic_loss_derivative
 from lab.kernels import _checks
 from lab.kernels._checks import MARGIN_LOSS_CODES
-from lab.kernels.activations import ACTIVATIONS
+from lab.kernels.activations import ACTIVATIONS, sech2
 from lab.kernels.routed_numpy import routed_backward, routed_forward
 
 __all__ = [
@@ -97,8 +97,7 @@ def margin_slope(margin: np.ndarray, loss: int) -> np.ndarray:
     """d loss / d margin for `MARGIN_LOSS_CODES`: ℓ'(m), or ℓ'(t)(1 − t²)/2 with t = tanh(m/2) (3.3)."""
     if loss == 0:
         return logistic_loss_derivative(margin)
-    t = np.tanh(0.5 * margin)
-    return logistic_loss_derivative(t) * 0.5 * (1.0 - t * t)
+    return logistic_loss_derivative(np.tanh(0.5 * margin)) * 0.5 * sech2(0.5 * margin)
 
 
 def structured_step(

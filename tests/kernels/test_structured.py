@@ -53,18 +53,9 @@ def _dense_x(signals, offset, index, scale, noise):
     return np.concatenate([scale[:, :, None] * signals[index] + offset, noise], axis=1)
 
 
-def _slope_terms(margin, loss):
-    """The size of the terms the margin slope is computed from: ℓ'(m) itself for loss 0; for loss 1,
-    ℓ'(t)(1 − t²)/2 with t = tanh(m/2), where 1 − t² cancels as |m| grows and rounds relative to 1 + t²."""
-    if loss == 0:
-        return np.abs(margin_slope(margin, loss))
-    t = np.tanh(0.5 * margin)
-    return np.abs(logistic_loss_derivative(t)) * 0.5 * (1.0 + t * t)
-
-
 def _step_gradient_terms(x, z, routes, margin, coef, loss, a, M, act):
     """Σ_i over each expert's samples of |slope terms_i| |σ'(z)| |x|: the sizes the step gradient sums."""
-    terms = _slope_terms(margin, loss) * np.abs(coef) / len(routes)
+    terms = np.abs(margin_slope(margin, loss) * coef) / len(routes)
     sigma_prime = list(ACTIVATIONS.values())[act][1]
     size = np.zeros((M, z.shape[2], x.shape[2]))
     for m in range(M):
@@ -120,7 +111,7 @@ kernel_cases = dict(
     loss=st.sampled_from(sorted(MARGIN_LOSS_CODES.values())),
     signed_readout=st.booleans(),
 )
-# Fuzz-found: a margin of -26 under loss 1, where 1 - t² cancels; the bound now counts the slope's terms.
+# Fuzz-found: a margin of -26 under loss 1, where 1 - t² cancelled (the slope now takes sech² from e^-|m|).
 @example(
     seed=33796,
     n=6,
@@ -380,3 +371,30 @@ def test_structured_prepare_needs_the_signals():
     sample = data.sample(config, data.make_signals(config, rng), 10, rng)
     with pytest.raises(ValueError, match=r"cfg.structured needs the signals"):
         training.prepare(sample, training.TrainConfig(structured=True))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("lib", sorted(LIBS))
+def test_tanh_and_the_double_softmax_slope_keep_their_precision_where_one_minus_t_squared_fails(lib, dtype):
+    """σ' = sech² z (tanh) and the loss-1 slope ℓ'(t)·sech²(m/2)/2 at z = 20 and m = 40, where tanh
+    rounds to 1 and 1 − t² to 0: each gradient, one patch and one filter, is the exact one to rounding."""
+    kernels, tanh, linear = LIBS[lib], ACTIVATION_CODES["tanh"], ACTIVATION_CODES["linear"]
+    structure = (np.ones((1, 1)), np.zeros(1), np.zeros((1, 0), dtype=np.int64), np.zeros((1, 0)))
+    arrays = tuple(a.astype(dtype) if a.dtype.kind == "f" else a for a in structure)
+    noise, routes, one = np.ones((1, 1, 1), dtype=dtype), np.zeros(1, dtype=np.int64), np.ones(1, dtype)
+    sech2 = 1.0 / np.cosh(20.0) ** 2
+    assert 1.0 - np.tanh(np.float64(20.0)) ** 2 == 0.0  # the old form's answer: no digit left
+    z = np.full((1, 1, 1), 20.0, dtype=dtype)
+    backward = kernels.structured_backward(*arrays, noise, z, routes, one, 1, tanh)
+    W = np.full((1, 1, 1), 20.0, dtype=dtype)
+    _, step = kernels.structured_step(*arrays, noise, W, routes, one, tanh, 0)
+    W = np.full((1, 1, 1), 40.0, dtype=dtype)
+    _, slope = kernels.structured_step(*arrays, noise, W, routes, one, linear, 1)
+    expected = (
+        sech2,
+        float(logistic_loss_derivative(np.tanh(20.0))) * sech2,
+        float(logistic_loss_derivative(np.tanh(20.0))) * 0.5 * sech2,  # m = 40, m/2 = 20
+    )
+    rtol = 1e-13 if dtype == np.float64 else 1e-5
+    for got, want in zip((backward, step, slope), expected, strict=True):
+        np.testing.assert_allclose(float(got.ravel()[0]), want, rtol=rtol)
