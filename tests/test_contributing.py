@@ -30,3 +30,16 @@ def test_a_claim_is_described_in_toml_beside_its_check():
     assert step is not None, "CONTRIBUTING.md says where a claim's description goes"
     where = step.group(1) or step.group(2)
     assert where.startswith("checks/") and where.endswith(".toml"), where
+
+
+def _recipe_files(text: str, heading: str) -> set[str]:
+    """The generic paths (`checks/<paper>/...`, `results/verify.json`, `docs/`) a recipe section names."""
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([\w<>./-]+/[\w<>./-]*)`", section))
+    return {path for path in named if "<" in path or path in ("results/verify.json", "docs/")}
+
+
+def test_the_claim_change_recipe_names_the_same_files_here_and_in_the_guide():
+    guide = (ROOT / "lab" / "docs" / "templates" / "adding-a-claim.md.j2").read_text()
+    ours, theirs = _recipe_files(TEXT, "## Changing a claim"), _recipe_files(guide, "## Changing a claim")
+    assert ours and ours == theirs
