@@ -1,6 +1,6 @@
 """The machine's peak multiply-add rate on one core, per dtype: the arithmetic limit of the timings.
 
-The chains are `lab.kernels.peak`'s (sixteen independent chains of 64-byte vector FMAs, no memory
+The chains are `lab.kernels.bench.peak`'s (sixteen independent chains of 64-byte vector FMAs, no memory
 traffic), which each replication timing also runs before and after each model. One-thread DGEMM is
 no such limit here, since NumPy's OpenBLAS runs 32-byte vectors on this machine and the structured
 kernels run 64-byte ones.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab.kernels import peak, peak_numpy
+from lab.kernels.bench import peak, peak_numpy
 
 
 @pytest.mark.benchmark(group="peak-multiply-add")

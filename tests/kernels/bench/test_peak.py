@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lab.kernels import peak, peak_numpy
+from lab.kernels.bench import peak, peak_numpy
 
 
 @pytest.mark.parametrize("dtype", peak.DTYPES)

@@ -1,4 +1,4 @@
-"""NumPy twin of `lab.kernels.peak`: what the sixteen FMA chains leave in x, without the chains."""
+"""NumPy twin of `lab.kernels.bench.peak`: what the sixteen FMA chains leave in x, without the chains."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from numba import types
 
 from lab.kernels._simd import LANES
-from lab.kernels.peak import CHAINS
+from lab.kernels.bench.peak import CHAINS
 
 
 def chains(dtype: str, steps: int) -> np.ndarray:
