@@ -20,7 +20,7 @@ from contextlib import closing
 
 import pytest
 
-from lab.sweeps.store import SweepStore
+from lab.core.store import SweepStore
 from lab.sweeps.sweep import expand, load_spec, task_code
 
 STATUS = (  # the command, then its own peak RSS in kB on stderr

@@ -29,7 +29,8 @@ def client():
     if root not in sys.path:
         sys.path.insert(0, root)
 
-    from lab.sweeps.tasks import routing_probability, run_task
+    from lab.chen2022.declarations import routing_probability
+    from lab.sweeps.tasks import run_task
 
     with (
         distributed.LocalCluster(

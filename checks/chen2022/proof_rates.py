@@ -19,7 +19,7 @@ import numpy as np
 
 from lab.chen2022.data import setting
 from lab.chen2022.data_views import uniform_moment
-from lab.chen2022.proof_monitors import ProofSchedule, monitored_run, theorem_config
+from lab.chen2022.proof_monitors import ProofSchedule, monitored_run, theorem_config, theorem_sigma0
 from lab.core.descriptions import load_claims
 from lab.core.records import Record, report_record
 from lab.core.registry import register
@@ -265,7 +265,7 @@ def verify_undecidable_steps(seed: int, tier: str) -> list[Record]:
     """E.5, E.9, E.14, E.16, E.18: values and d-exponents at σ0 = d^(−1/3); E.17: its stage is empty."""
     ds, seeds = ((50, 100), 3) if tier == "quick" else ((50, 100, 200), 5)
     pairs = [(d, seed + r) for d in ds for r in range(seeds)]
-    rows = [exploration_quantities(exploration_run(d, d ** (-1 / 3), sd)) for d, sd in pairs]
+    rows = [exploration_quantities(exploration_run(d, theorem_sigma0(d), sd)) for d, sd in pairs]
     xs = np.array([d for d, _ in pairs], dtype=float)
     params = {"d": list(ds), "seeds": seeds, "M": M, "J": J, "eta": ETA, "n_per_d": 80, "level": LEVEL}
     gaps = np.array([r["min_center_gap_T1"] for r in rows])
@@ -282,7 +282,7 @@ def verify_undecidable_steps(seed: int, tier: str) -> list[Record]:
         "lemma's time does not occur",
         extra={"gaps": gaps.tolist()},
     )
-    empty = _empty_stage([d ** (-1 / 3) for d in ds], params, "undecidable")
+    empty = _empty_stage([theorem_sigma0(d) for d in ds], params, "undecidable")
     return [*_reports(xs, rows, UNDECIDABLE, "d", "undecidable", params), e18, *empty]
 
 

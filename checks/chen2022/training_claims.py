@@ -28,6 +28,7 @@ from lab.chen2022.metrics import (
     profession_sets,
     professions,
 )
+from lab.chen2022.proof_monitors import theorem_sigma0
 from lab.chen2022.theorem_sets import theorem_sets
 from lab.chen2022.training import TrainConfig, all_expert_outputs, evaluate, prepare, train, variant_config
 from lab.core.descriptions import load_claims, load_findings
@@ -405,7 +406,7 @@ def theorem42_config(M: int, d: int, tier: str) -> TrainConfig:
     """Theorem 4.2's conditions at d = 50: σ0 = d^(-1/3) (low end of its range), η_r = M²η, ηT = 10."""
     eta, steps = (0.02, 500) if tier == "quick" else (0.01, 1000)
     return variant_config(
-        "paper", M=M, sigma0=d ** (-1 / 3), eta=eta, eta_r=M * M * eta, steps=steps, record_every=steps
+        "paper", M=M, sigma0=theorem_sigma0(d), eta=eta, eta_r=M * M * eta, steps=steps, record_every=steps
     )
 
 

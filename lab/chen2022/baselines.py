@@ -23,8 +23,8 @@ from threadpoolctl import threadpool_limits
 
 from lab.chen2022.data import Dataset, Signals
 from lab.chen2022.metrics import accuracy
-from lab.chen2022.plan import resolve
-from lab.chen2022.training import Batch, TrainConfig, init_experts, prepare
+from lab.chen2022.plan import Batch, resolve
+from lab.chen2022.training import TrainConfig, init_experts, prepare
 from lab.core import validate
 from lab.core.progress import Progress
 from lab.kernels.activations import ODD_ACTIVATIONS
@@ -53,7 +53,7 @@ class SingleConfig:
     adam_eps: float = 1e-8
     steps: int = 800
     init: str = "gaussian"
-    sigma0: float = 0.01
+    sigma0: float = TrainConfig.sigma0  # declared once, by Algorithm 1's config
     init_bound: float = 1.0 / math.sqrt(50.0)
     bias: bool = False
     input_scale: float = 1.0

@@ -2,7 +2,7 @@
 
 "switch" (Fedus et al., as in the authors' code): coef · M · Σ_m f_m P_m with f_m the fraction of
 samples routed to m and P_m = mean_i π_m(x_i); f is piecewise constant, so the gradient flows
-through P only. "importance" (Shazeer et al., `lab.shazeer2017.gating.importance_loss` with k = M, where
+through P only. "importance" (Shazeer et al., `lab.kernels.top_k.importance_loss` with k = M, where
 Softmax(KeepTopK(h, M)) = π): coef · CV(Σ_i π(x_i))². Both see h only through the softmax, so
 Σ_m ∂/∂h_m = 0 and Lemma E.1 (Σ_m θ_m conserved) still holds with them.
 
@@ -21,10 +21,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from lab.chen2022.model import _gate_values
 from lab.core import validate
 from lab.core.errors import InputError
-from lab.shazeer2017 import gating
+from lab.kernels import top_k
+from lab.kernels.dense import gate_values
 
 __all__ = ["LOSSES", "importance_loss", "loss_and_gradient", "no_loss", "router_terms", "switch_loss"]
 
@@ -48,7 +48,7 @@ def switch_loss(h: np.ndarray, routes: np.ndarray, coef: float) -> tuple[float, 
 
 def _switch_loss(h, routes, coef):
     n, M = h.shape
-    pi = _gate_values(h)
+    pi = gate_values(h)
     frac = np.bincount(routes, minlength=M) / n
     value = coef * M * float(frac @ pi.mean(axis=0))
     # ∂/∂h_{i,k} of (1/n) Σ_m f_m π_{i,m} = π_{i,k} (f_k − Σ_m f_m π_{i,m}) / n
@@ -63,8 +63,8 @@ def importance_loss(h: np.ndarray, routes: np.ndarray, coef: float) -> tuple[flo
 
 
 def _importance_loss(h, routes, coef):
-    result = gating._importance_loss(h, h.shape[1], coef)
-    return float(result.loss), result.d_H
+    loss, d_H = top_k.importance_loss(h, h.shape[1], coef)
+    return float(loss), d_H
 
 
 def no_loss(h: np.ndarray, routes: np.ndarray, coef: float) -> tuple[float, np.ndarray]:

@@ -3,13 +3,15 @@
 Every function here is plain NumPy and works for complex inputs too, so the exact gradients
 can be tested against complex-step derivatives. The Numba kernels in `lab.kernels.routed` are
 the fast twins of `expert_outputs`/`routed_expert_outputs` and of the expert gradient; their
-NumPy twins in `lab.kernels.routed_numpy` are the functions of this module.
+NumPy twins in `lab.kernels.routed_numpy` compute with the formulas this module calls,
+`lab.kernels.dense`.
 
 Arguments are checked once at each public function (`lab.core.validate`): x (n, P, d), W (M, J, d),
 Θ (d, M) with M >= 1, y and coefficients (n,) (n, P >= 1 for the loss), real or complex and finite
 (no NaN or inf), routes (n,) integers in [0, M), act an activation name. The module's own
-composite functions call the unchecked `_` implementations, so nothing is checked twice. The
-elementwise `logistic_loss` and its derivative check only the dtype: NaN propagates, as in NumPy.
+composite functions call the unchecked formulas (`lab.kernels.dense`, `_router_logits`), so nothing
+is checked twice. The elementwise `logistic_loss` and its derivative check only the dtype: NaN
+propagates, as in NumPy.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from lab import kernels
 from lab.core import validate
-from lab.kernels.activations import ACTIVATION_CODES, ACTIVATIONS, activation
+from lab.kernels import dense
+from lab.kernels.activations import ACTIVATION_CODES, ACTIVATIONS
 
 __all__ = [
     "MoEParams",
@@ -115,26 +117,13 @@ def gate_values(h: np.ndarray) -> np.ndarray:
 
     h (..., M) with M >= 1, finite (NaN or inf is refused, not propagated)."""
     h = validate.array(h, "h", min_ndim=1, labels="(..., M)", nonempty=(-1,), complex_ok=True, cast=False)
-    return _gate_values(h)
-
-
-def _gate_values(h: np.ndarray) -> np.ndarray:
-    shifted = h - np.max(np.real(h), axis=-1, keepdims=True)
-    e = np.exp(shifted)
-    return e / e.sum(axis=-1, keepdims=True)
+    return dense.gate_values(h)
 
 
 def expert_outputs(x: np.ndarray, W: np.ndarray, act: str = "cubic") -> np.ndarray:
     """Every expert on every sample, f_m(x; W) = Σ_j Σ_p σ(⟨w_{m,j}, x⁽ᵖ⁾⟩) (3.1), shape (n, M)."""
     x = _x(x)
-    return _expert_outputs(x, _W(W, x.shape[2]), _act(act))
-
-
-def _expert_outputs(x: np.ndarray, W: np.ndarray, act: str) -> np.ndarray:
-    sigma, _ = activation(act)
-    M, J, d = W.shape
-    z = x @ W.reshape(M * J, d).T  # (n, P, M*J)
-    return sigma(z).reshape(x.shape[0], x.shape[1], M, J).sum(axis=(1, 3))
+    return dense.expert_outputs(x, _W(W, x.shape[2]), _act(act))
 
 
 def routed_expert_outputs(x: np.ndarray, W: np.ndarray, routes: np.ndarray, act: str = "cubic") -> np.ndarray:
@@ -142,11 +131,7 @@ def routed_expert_outputs(x: np.ndarray, W: np.ndarray, routes: np.ndarray, act:
     x = _x(x)
     W = _W(W, x.shape[2])
     routes = validate.index_array(routes, "routes", x.shape[0], W.shape[0])
-    return _routed_expert_outputs(x, W, routes, _act(act))
-
-
-def _routed_expert_outputs(x, W, routes, act):
-    return np.take_along_axis(_expert_outputs(x, W, act), routes[:, None], axis=1)[:, 0]
+    return dense.routed_expert_outputs(x, W, routes, _act(act))
 
 
 def noisy_routes(h: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -177,10 +162,7 @@ def logistic_loss(z: np.ndarray) -> np.ndarray:
 
 def logistic_loss_derivative(z: np.ndarray) -> np.ndarray:
     """ℓ'(z) = −1 / (1 + e^{z}), in (−1, 0), finite everywhere (elementwise: NaN propagates, as in NumPy)."""
-    z = validate.array(z, "z", finite=False, complex_ok=True, cast=False)
-    if not np.iscomplexobj(z):
-        return -special.expit(-z)
-    return -1.0 / (1.0 + np.exp(z))
+    return dense.logistic_loss_derivative(validate.array(z, "z", finite=False, complex_ok=True, cast=False))
 
 
 def perturbed_loss(x, y, params: MoEParams, routes: np.ndarray, act: str = "cubic") -> float:
@@ -189,9 +171,9 @@ def perturbed_loss(x, y, params: MoEParams, routes: np.ndarray, act: str = "cubi
     Checked like `perturbed_loss_gradients`, but real or complex (complex-step derivatives)."""
     x, y, params, routes = _gradient_inputs(x, y, params, routes, complex_ok=True)
     act = _act(act)
-    pi = _gate_values(_router_logits(x, params.Theta))
+    pi = dense.gate_values(_router_logits(x, params.Theta))
     pi_routed = np.take_along_axis(pi, routes[:, None], axis=1)[:, 0]
-    f = _routed_expert_outputs(x, params.W, routes, act)
+    f = dense.routed_expert_outputs(x, params.W, routes, act)
     return logistic_loss(y * pi_routed * f).mean()
 
 
@@ -217,7 +199,7 @@ def perturbed_loss_gradients(
     x, y, params, routes = _gradient_inputs(x, y, params, routes)
     n = x.shape[0]
     s = x.sum(axis=1)
-    pi = _gate_values(s @ params.Theta)
+    pi = dense.gate_values(s @ params.Theta)
     pi_routed = np.take_along_axis(pi, routes[:, None], axis=1)[:, 0]
     # (E.2): ∇w_{m,j} = (1/n) Σ_{i: m_i = m} ℓ'_i π_m y_i Σ_p σ'(⟨w_{m,j}, x_i⁽ᵖ⁾⟩) x_i⁽ᵖ⁾
     f, grad_w = lib.routed_step(x, params.W, routes, y * pi_routed, ACTIVATION_CODES[act])
@@ -258,22 +240,12 @@ def expert_gradient(
 
     x (n, P, d), W (M, J, d) real or complex and finite, routes (n,) in [0, M), coef (n,) numbers,
     act an activation name. coef alone may hold NaN or ±inf, which propagate into the gradient as in
-    the Numba kernel: the NumPy backend's `routed_step` calls this function with the coefficients of a
-    training step, and a diverging step must reach training's divergence test on both backends."""
+    the Numba kernel: the NumPy backend's `routed_step` calls its formula (`lab.kernels.dense`) with the
+    coefficients of a training step, and a diverging step must reach training's divergence test on both
+    backends."""
     x = _x(x)
     W = _W(W, x.shape[2])
     routes = validate.index_array(routes, "routes", x.shape[0], W.shape[0])
     coef = validate.array(coef, "coef", ndim=1, labels="(n,)", complex_ok=True, cast=False, finite=False)
     validate.same_shape("coef", coef, (x.shape[0],), "(n,) with n = len(x)")
-    return _expert_gradient(x, W, routes, coef, _act(act))
-
-
-def _expert_gradient(x, W, routes, coef, act: str) -> np.ndarray:
-    _, sigma_prime = activation(act)
-    grad = np.zeros(W.shape, dtype=np.result_type(x, W, coef))
-    for m in range(W.shape[0]):
-        mine = routes == m
-        xm = x[mine]
-        g = sigma_prime(xm @ W[m].T) * coef[mine, None, None]  # (n_m, P, J)
-        grad[m] = np.einsum("npj,npd->jd", g, xm)
-    return grad
+    return dense.expert_gradient(x, W, routes, coef, _act(act))

@@ -21,12 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.chen2022.data import CENTER, FEATURE, FEATURE_NOISE, DataConfig, Dataset, Signals, UniformRange
-from lab.chen2022.model import (
-    MoEParams,
-    _gate_values,
-    _routed_expert_outputs,
-    _router_logits,
-)
+from lab.chen2022.model import MoEParams, _router_logits
 from lab.chen2022.patch_functions import (
     ALIGNED_COSINE,
     CNNFilter,
@@ -39,6 +34,7 @@ from lab.chen2022.patch_functions import (
 from lab.core import validate
 from lab.core.stats import DEFAULT_LEVEL, clopper_pearson
 from lab.kernels.activations import ACTIVATIONS
+from lab.kernels.dense import gate_values, routed_expert_outputs
 
 __all__ = [
     "FLOOR",
@@ -169,8 +165,8 @@ class RoutedMoE:
         validate.same_shape("x", x, (*x.shape[:2], d), f"(n, P, d) with d = {d} from params.W")
         h = _router_logits(x, self.params.Theta)
         routes = np.argmax(h, axis=1)
-        pi = np.take_along_axis(_gate_values(h), routes[:, None], axis=1)[:, 0]
-        return pi * _routed_expert_outputs(x, self.params.W, routes, self.act)
+        pi = np.take_along_axis(gate_values(h), routes[:, None], axis=1)[:, 0]
+        return pi * routed_expert_outputs(x, self.params.W, routes, self.act)
 
     def magnitude(self, x: np.ndarray) -> np.ndarray:
         return np.abs(self(x))

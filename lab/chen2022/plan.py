@@ -13,7 +13,6 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,9 +20,6 @@ from lab.chen2022 import load_balancing, structured
 from lab.chen2022.model import logistic_loss, logistic_loss_derivative
 from lab.kernels import backend
 from lab.kernels.activations import ACTIVATION_CODES, ODD_ACTIVATIONS, sech2
-
-if TYPE_CHECKING:
-    from lab.chen2022.training import Batch, TrainConfig
 
 READOUTS = ("sum", "two-logit")
 EXPERT_UPDATES = ("normalized", "gd")
@@ -120,6 +116,21 @@ class HalfLogitExperts(Experts):
     def dense(self, xk, W):
         every = np.ones(xk.shape[0], dtype=np.int64)
         return np.stack([self.forward(xk, W, m * every)[0] for m in range(W.shape[0])], axis=1)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A dataset prepared once for the kernels: expert input xk, router input s = Σ_p x⁽ᵖ⁾, labels."""
+
+    xk: np.ndarray | structured.StructuredInputs  # (n, P or 1, d [+1]) — scaled, bias column appended,
+    # collapsed to s if σ linear; else as `structured.StructuredInputs` if cfg.structured
+    s: np.ndarray  # (n, d) — scaled
+    y: np.ndarray  # (n,) float ±1
+    cluster: np.ndarray  # (n,)
+
+    @property
+    def n(self) -> int:
+        return self.y.shape[0]
 
 
 @dataclass
@@ -336,8 +347,9 @@ class Plan:
         return self.lib.router_gradient(s, dh)
 
 
-def resolve(cfg: TrainConfig) -> Plan:
-    """The objects that run `cfg`: every option of Algorithm 1 and of the authors' code is decided here."""
+def resolve(cfg) -> Plan:
+    """The objects that run `cfg` (a `training.TrainConfig`): every option of Algorithm 1 and of the
+    authors' code is decided here."""
     lib = backend(cfg.backend)
     experts_lib = structured.kernels(lib) if cfg.structured else lib  # x_k dense, or as Def. 3.1's structure
     act = ACTIVATION_CODES[cfg.activation]

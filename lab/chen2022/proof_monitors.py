@@ -40,6 +40,11 @@ STATED, SHARPENED = "stated", "sharpened"  # T2 as App. E.2 states it; T2 re-der
 SCHEDULES = (STATED, SHARPENED)
 
 
+def theorem_sigma0(d: int) -> float:
+    """Thm 4.2's initialisation scale at the low end of its range, σ0 = d^(−1/3)."""
+    return d ** (-1 / 3)
+
+
 def exploration_end(sigma0: float, eta: float) -> int:
     """End of the exploration stage, T1 = ⌊η⁻¹σ0^0.5⌋ (App. E.1)."""
     return math.floor(sigma0**0.5 / eta)
@@ -151,7 +156,7 @@ def theorem_config(d: int, M: int = 8, J: int = 16, eta: float = 0.02, steps: in
         "paper",
         M=M,
         J=J,
-        sigma0=d ** (-1 / 3),
+        sigma0=theorem_sigma0(d),
         eta=eta,
         eta_r=M * M * eta,
         steps=steps,

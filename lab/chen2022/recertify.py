@@ -42,7 +42,7 @@ from lab.chen2022.replicate_report import cell_statistics, in_cell
 from lab.chen2022.tables import TARGETS
 from lab.core.errors import InputError
 from lab.core.io import write_text_atomic
-from lab.sweeps.store import StoredTask, SweepStore
+from lab.core.store import StoredTask, SweepStore
 
 RECERTIFY_SEED = 0
 UNTIMED = ("seconds", "code", "versions")  # what a rerun may change: timing, fingerprint, versions

@@ -1,25 +1,25 @@
 """Replication of Chen et al. 2022's synthetic tables (Tables 1, 3, 7/8, 10, 11) beside the paper's numbers.
 
 A target is a list of cells (table rows) × settings × seeds. `expand` turns a target into independent
-JSON-able run configurations and `run_one` runs one of them (deterministic for its config). Each run
-is a task of the sweep task `replicate` (`replicate_run`), and `train` runs the ones not held yet
-through the sweep runner (`lab.sweeps.sweep.run_tasks`: in-process, or on a local Dask cluster of
-`jobs` workers) into the run store OUT/runs.sqlite, a sweep store (git-ignored): keyed, resumed and
-stamped with the code fingerprint (`run_code`) as every sweep row, so an interrupted replication
-resumes where it stopped and a run from other code is stale. Runs are shared between targets (Table
-1's runs are Table 3's settings 1–2) and with `python -m lab sweep run` on the same store. Each
-target's summary OUT/TARGET.json keeps every run slim (`slim`); a run is looked up in the run store,
-then in the summaries under OUT, and trained only when neither holds it from the current code, so a
-fresh clone re-renders the committed tables without training (`lab.chen2022.recertify` re-stamps
-runs after a change meant to move no number). A summary stores its statistics beside its runs
+JSON-able run configurations and `run_one` runs one of them (deterministic for its config). Each run is a
+task of the sweep task `replicate` (`replicate_run`), and `train` runs the ones not held yet through the
+sweep runner (the registered runner of keyed tasks, `lab.core.tasks.task_runner`: in-process, or on a
+local Dask cluster of `jobs` workers) into the run store OUT/runs.sqlite, a sweep store (git-ignored):
+keyed, resumed and stamped with the code fingerprint (`run_code`) as every sweep row, so an interrupted
+replication resumes where it stopped and a run from other code is stale. Runs are shared between targets
+(Table 1's runs are Table 3's settings 1–2) and with `python -m lab sweep run` on the same store. Each
+target's summary OUT/TARGET.json keeps every run slim (`slim`); a run is looked up in the run store, then
+in the summaries under OUT, and trained only when neither holds it from the current code, so a fresh
+clone re-renders the committed tables without training (`lab.chen2022.recertify` re-stamps runs after a
+change meant to move no number). A summary stores its statistics beside its runs
 (`lab.chen2022.replicate_report.SUMMARY_STATISTICS`), and every time it writes one, the command rewrites
 the analysis beside it, OUT/analysis.json (`write_analysis`): the statistics over several summaries
-(float32 against float64, Table 1 with Table 3; `lab.chen2022.replicate_analysis`).
+(float32 against float64, Table 1 with Table 3; `lab.chen2022.replicate_analysis`). The targets are
+declared, with what `python -m lab replicate` does with their runs, in `lab.chen2022.replicate_runs`.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import sys
@@ -50,12 +50,11 @@ from lab.chen2022.tables import TARGET_HELP, TARGETS
 from lab.core import plots
 from lab.core.errors import InputError
 from lab.core.io import write_text_atomic
+from lab.core.keys import task_key
+from lab.core.machine import dask_available
 from lab.core.provenance import versions
-from lab.core.registry import Replication
-from lab.sweeps.keys import task_key
-from lab.sweeps.store import StoredTask, SweepStore
-from lab.sweeps.sweep import SweepTask, dask_available, run_tasks
-from lab.sweeps.tasks import register_task
+from lab.core.store import StoredTask, SweepStore
+from lab.core.tasks import SweepTask, register_task, task_runner
 
 # the per-step series a summary keeps of a linear single CNN's history (`linear_singles` reads its last
 # training loss); other runs keep none in a summary, the run store keeps them all
@@ -149,7 +148,7 @@ def train(
     import numba
 
     parallel = jobs > 1 and len(todo) > 1 and dask_available(quiet)  # else in-process, on every core
-    done = run_tasks(
+    done = task_runner()(
         TASK,
         [sweep_task(config) for config in todo],
         store_path(out),
@@ -429,11 +428,6 @@ def run_target(target: str, args) -> int:
     return 0 if all(finite) else 1
 
 
-REPLICATIONS = [
-    Replication(target, TARGET_HELP[target], functools.partial(run_target, target)) for target in TARGETS
-]
-
-
 def _replicate_tables(values: dict[str, list[Any]], results: list[dict[str, Any]]) -> str:
     """Each target's table beside the paper's numbers, as `python -m lab replicate` prints it."""
     return "\n\n".join(
@@ -442,7 +436,12 @@ def _replicate_tables(values: dict[str, list[Any]], results: list[dict[str, Any]
 
 
 @register_task(
-    TASK, expand=expand, report=_replicate_tables, code_root=run_one.__module__, figure=gd_rate_figure
+    TASK,
+    expand=expand,
+    report=_replicate_tables,
+    code_root=run_one.__module__,
+    figure=gd_rate_figure,
+    training_kernels=True,
 )
 def replicate_run(config: dict[str, Any]) -> dict[str, Any]:
     """One training run of a replicate target (`run_one`) with the versions of the stack that made it.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from lab.chen2022.metrics import (
 )
 from lab.chen2022.tables import MODELS, MOE_DEFAULTS, TARGETS, Cell
 from lab.chen2022.training import DTYPES, TrainConfig, evaluate, prepare, train, variant_config
+from lab.core import validate
 from lab.core.errors import InputError
 from lab.core.provenance import code_fingerprint
 
@@ -77,8 +77,7 @@ def expand(
         raise InputError(f"seed must be an integer >= 0, got {seed!r}")
     chosen_values = {k: v for k, v in (("eta", eta), ("sigma0", sigma0)) if v is not None}
     for name, value in chosen_values.items():
-        if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-            raise InputError(f"{name} must be a positive finite number, got {value!r}")
+        validate.real(value, name, low=0.0, low_open=True)
     have = target_settings(target)
     chosen = [s for s in dict.fromkeys(settings) if s in have]
     if not chosen:

@@ -1,4 +1,4 @@
-"""The science of the lab's sweep tasks (declared, with their defaults and reports, in `lab.sweeps.searches`).
+"""The science of the lab's sweep tasks (declared with their defaults in `lab.chen2022.declarations`).
 
 `routing_probability` (Lemma 5.1): Monte-Carlo p_1(h) with a Clopper–Pearson interval beside the
 exact value where one exists.

@@ -59,10 +59,12 @@ from lab.chen2022.plan import (
     LOSSES,
     NORMALIZATIONS,
     READOUTS,
+    Batch,
     Plan,
     StepOutput,
     resolve,
 )
+from lab.core import validate
 from lab.core.progress import Progress
 from lab.kernels import BACKENDS
 from lab.kernels.activations import activation
@@ -108,15 +110,10 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("M", "J", "steps", "record_every"):
-            value = getattr(self, name)
-            if not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+            validate.integer(getattr(self, name), name, low=1)
         for name in ("eta", "eta_r", "sigma0", "input_scale", "init_bound", "stop_rise"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-        if not (math.isfinite(self.lb_coef) and self.lb_coef >= 0):
-            raise ValueError(f"lb_coef must be a finite number >= 0, got {self.lb_coef!r}")
+            validate.real(getattr(self, name), name, low=0.0, low_open=True)
+        validate.real(self.lb_coef, "lb_coef", low=0.0)
         activation(self.activation)
         for name, allowed in (
             ("gate", tuple(GATES)),
@@ -160,21 +157,6 @@ def variant_config(variant: str = "paper", **overrides: Any) -> TrainConfig:
 
 
 # ------------------------------------------------------------------------------------ model pieces
-
-
-@dataclass(frozen=True)
-class Batch:
-    """A dataset prepared once for the kernels: expert input xk, router input s = Σ_p x⁽ᵖ⁾, labels."""
-
-    xk: np.ndarray | structured.StructuredInputs  # (n, P or 1, d [+1]) — scaled, bias column appended,
-    # collapsed to s if σ linear; else as `structured.StructuredInputs` if cfg.structured
-    s: np.ndarray  # (n, d) — scaled
-    y: np.ndarray  # (n,) float ±1
-    cluster: np.ndarray  # (n,)
-
-    @property
-    def n(self) -> int:
-        return self.y.shape[0]
 
 
 def prepare(data: Dataset, cfg: TrainConfig, signals: Signals | None = None) -> Batch:

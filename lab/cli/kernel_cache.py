@@ -6,61 +6,67 @@ is optimised again once the loop's parallel body is linked into it). Where σ' h
 (CELU, GELU and tanh, in float64) the gradient then differs in its last bits, and a run's numbers
 depended on whether its process had compiled the kernels or loaded them (a Table 7 tanh single,
 quick tier, setting 3, seed 0: 75.70 % in the compiling process, 75.55 % in every later one).
-`compile_in_child(configs)` trains each distinct Chen et al. run configuration for two steps and
-calls every stand-alone kernel once, in child processes (`python -m lab.cli.kernel_cache`; two at
-once on two cores), so that any compiling happens there; the calling process and the workers it
-starts then load every kernel from the cache, as every later invocation does. With the cache
-complete the children only load. `replicate`, `sweep run` (the replicate task) and `verify` call
-it before they compute.
+`compile_in_child(configs)` runs a short run of each distinct run configuration (the registered
+`lab.core.registry.TrainingRuns` give them, `short`) and calls every stand-alone kernel once, in child
+processes (`python -m lab.cli.kernel_cache`; two at once on two cores), so that any compiling happens
+there; the calling process and the workers it starts then load every kernel from the cache, as every
+later invocation does. With the cache complete the children only load. `replicate`, `sweep run` (a
+task registered `training_kernels`) and `verify` call it before they compute.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 
-from lab.sweeps.sweep import machine_cores
-
-# sizes, coefficients and data: they change no array's type, so one child run covers all their values
-_VALUES_ONLY = ("setting", "seed", "tier", "steps", "filters", "J", "M", "lb_coef")
-_CHILD_STEPS = 2
+from lab.core import registry
+from lab.core.machine import machine_cores
+from lab.core.registry import TrainingRuns
 
 
-def _distinct(configs: list[dict]) -> list[dict]:
-    """One quick two-step run per configuration that differs in more than `_VALUES_ONLY`."""
-    chosen: dict[str, dict] = {}
-    for config in configs:
-        rest = {k: v for k, v in config.items() if k not in _VALUES_ONLY}
-        quick = {k: config[k] for k in _VALUES_ONLY if k in config} | {"seed": 0, "tier": "quick"}
-        chosen.setdefault(json.dumps(rest, sort_keys=True), rest | quick)
-    return [config | {"steps": _CHILD_STEPS} for config in chosen.values()]
+def _training() -> list[TrainingRuns]:
+    """The registered runs that train on the lab's training kernels, by name."""
+    return [runs for _, runs in sorted(registry.declared("training").items())]
 
 
 def every_training_config() -> list[dict]:
-    """One run of every replicate target in both variants and both arithmetics, float64: the
+    """One run configuration of each model the registered training runs train (`TrainingRuns.every`): the
     models that verify's training checks train too."""
-    from lab.chen2022 import runs as chen
+    return [config for runs in _training() for config in runs.every()]
 
-    return [
-        config
-        for target in chen.TARGETS
-        for variant in chen.VARIANTS
-        for arithmetic in chen.ARITHMETIC
-        for config in chen.expand(target, [1, 2, 3, 4], 1, variant=variant, arithmetic=arithmetic)
-    ]
+
+def _short(configs: list[dict]) -> list[tuple[TrainingRuns, dict]]:
+    """One short run per configuration among `configs` whose kernels differ (`TrainingRuns.short`), each
+    with the training runs that give it."""
+    if not configs:
+        return []
+    return [(runs, short) for runs in _training() for short in runs.short(configs)]
+
+
+def _distinct(configs: list[dict]) -> list[dict]:
+    """The short runs a child process runs for `configs` (`_short`)."""
+    return [short for _, short in _short(configs)]
+
+
+def _where(func: Callable) -> str:
+    """`module:name` of a function, which the child imports alone."""
+    return f"{func.__module__}:{func.__qualname__}"
 
 
 def compile_in_child(configs: list[dict]) -> None:
-    """Have child processes run the kernels of these Chen et al. run configs and the stand-alone
-    kernels, compiling what the cache lacks: on two or more cores two children at once, one for the
-    structured single CNNs and one for the rest (on an empty cache each takes about 75 s on one core of
-    an AMD EPYC); RuntimeError with a child's last line if one fails (a bug)."""
-    runs = _distinct(configs)
-    single = [c for c in runs if c.get("arithmetic") == "structured" and c["model"].startswith("single")]
-    two = single and machine_cores() > 1
-    shares = [[c for c in runs if c not in single], single] if two else [runs]
+    """Have child processes run the kernels of these run configs (`_short`) and the stand-alone kernels,
+    compiling what the cache lacks: on two or more cores two children at once, one for the short runs
+    whose kernels take longest to compile (`TrainingRuns.apart`) and one for the rest; RuntimeError with a
+    child's last line if one fails (a bug)."""
+    short = _short(configs)
+    runs = [[_where(training.run), config] for training, config in short]
+    apart = [run for run, (training, config) in zip(runs, short, strict=True) if training.apart(config)]
+    two = apart and machine_cores() > 1
+    shares = [[r for r in runs if r not in apart], apart] if two else [runs]
     with tempfile.TemporaryFile("w+") as errors:
         children = [
             subprocess.Popen(
@@ -110,14 +116,13 @@ def _call_kernels() -> None:
 
 
 def _main(argv: list[str]) -> None:
-    """A child's work: a JSON list of configurations to train for two steps (and, with `--standalone`,
-    the stand-alone kernels)."""
-    from lab.chen2022.runs import run_one
-
+    """A child's work: a JSON list of short runs, each `[module:function, configuration]` (and, with
+    `--standalone`, the stand-alone kernels)."""
     if "--standalone" in argv:
         _call_kernels()
-    for config in json.loads(argv[0]):
-        run_one(config)
+    for where, config in json.loads(argv[0]):
+        module, name = where.split(":")
+        getattr(importlib.import_module(module), name)(config)
 
 
 if __name__ == "__main__":

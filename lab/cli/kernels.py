@@ -42,23 +42,30 @@ def kernel_modules() -> list[str]:
 
 def workloads(sweeps: Path) -> list:
     """The stand-alone kernels, then each distinct training configuration with the commands that run it."""
-    from lab.cli.kernel_cache import _distinct, every_training_config
+    from lab.cli.kernel_cache import _short, _where, every_training_config
+    from lab.core.tasks import task_type
     from lab.kernels.compile_profile import Workload
     from lab.sweeps.sweep import expand, load_spec
 
     needs: dict[str, set[str]] = {}
-    for config in _distinct(every_training_config()):
-        needs.setdefault(json.dumps(config, sort_keys=True), set()).update(("replicate", "verify"))
+    runner: dict[str, str] = {}
+
+    def add(configs: list[dict], *commands: str) -> None:
+        for training, config in _short(configs):
+            text = json.dumps(config, sort_keys=True)
+            needs.setdefault(text, set()).update(commands)
+            runner[text] = _where(training.run)
+
+    add(every_training_config(), "replicate", "verify")
     for path in sorted(sweeps.glob("*.toml")):
         spec = load_spec(path)
-        if spec.task == "replicate":
-            for config in _distinct([task.params for task in expand(spec)]):
-                needs.setdefault(json.dumps(config, sort_keys=True), set()).add("sweep")
+        if task_type(spec.task).training_kernels:
+            add([task.params for task in expand(spec)], "sweep")
     standalone = Workload(
         "stand-alone kernels", "lab.cli.kernel_cache:_call_kernels", (), ("verify", "replicate", "sweep")
     )
     return [standalone] + [
-        Workload(text, "lab.chen2022.runs:run_one", (json.loads(text),), tuple(sorted(commands)))
+        Workload(text, runner[text], (json.loads(text),), tuple(sorted(commands)))
         for text, commands in needs.items()
     ]
 

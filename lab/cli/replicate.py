@@ -8,10 +8,9 @@ from pathlib import Path
 
 from lab.cli.kernel_cache import compile_in_child
 from lab.cli.main import UsageError, nonnegative_int, positive_int
-from lab.cli.timing import Stopwatch, write_timing
 from lab.core import registry
 from lab.core.io import check_writable, check_writable_folder
-from lab.core.registry import register_command
+from lab.core.registry import Replication, RunStore, register_command
 
 
 def settings_list(text: str) -> list[int]:
@@ -38,13 +37,13 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
         "--dtype",
         choices=("float64", "float32"),
         default="float64",
-        help="the experts' arithmetic (Chen et al.)",
+        help="the models' float arithmetic (targets with training runs)",
     )
     parser.add_argument(
         "--arithmetic",
         choices=("structured", "dense"),
         default="structured",
-        help="experts' kernels on Def. 3.1's structure, or the dense reference (Chen et al.)",
+        help="the experts' kernels on the data's structure, or the dense reference (training runs)",
     )
     parser.add_argument("--json", metavar="PATH", help="write the runs as JSON")
     parser.add_argument(
@@ -57,7 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
         "--jobs",
         type=positive_int,
         default=1,
-        help="Chen et al. runs trained at once: 1 in this process, N on a local Dask cluster of N "
+        help="training runs at once: 1 in this process, N on a local Dask cluster of N "
         "workers sharing the cores (default 1)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -98,7 +97,8 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
 
 
 def run_replicate(args: argparse.Namespace) -> int:
-    """Run each named replication target in turn; the worst exit status wins."""
+    """Train the runs of the named targets' run stores, then run each target in turn; the worst exit status
+    wins."""
     targets = registry.replications()
     unknown = [t for t in args.targets if t not in targets]
     if unknown:
@@ -106,7 +106,7 @@ def run_replicate(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown replication target(s) {', '.join(unknown)}; known: {known}")
     if getattr(args, "check", None):
         args.out = args.out or "results/replicate"
-        return run_check(args)
+        return run_check(args, targets)
     args.out = args.out or "reports"
     check_writable_folder(args.out, "--out")
     for path, what in ((args.json, "--json"), (args.timing, "--timing")):
@@ -116,78 +116,53 @@ def run_replicate(args: argparse.Namespace) -> int:
     if baseline is not None:
         if not getattr(args, "recertify", None):
             raise UsageError("--baseline goes with --recertify N")
-        if not (Path(baseline) / "lab" / "chen2022").is_dir():
-            raise UsageError(f"--baseline {baseline}: not a checkout of the lab (no lab/chen2022 folder)")
+        if not (Path(baseline) / "lab").is_dir():
+            raise UsageError(f"--baseline {baseline}: not a checkout of the lab (no lab folder)")
     if getattr(args, "figure_only", False):  # each target redraws its figure from its JSON alone
         if getattr(args, "recertify", None) or args.timing:
             raise UsageError("--figure-only trains nothing: it goes without --recertify and --timing")
         return max(targets[t].run(args) for t in args.targets)
-    stopwatch = Stopwatch.start(args.out) if args.timing else None  # it reads the run store
-    from lab.chen2022 import replicate as chen  # here: the CLI starts without the science packages
-    from lab.chen2022.replicate import TARGETS
-
-    configs = chen_configs(args)
+    stores = run_stores(targets, args.targets)
+    if args.timing and len(stores) != 1:
+        raise UsageError("--timing records the training runs of one run store: name targets that share one")
+    write_timing = next(iter(stores)).timer(args.out) if args.timing else None  # it reads the run store
+    configs = {runs: runs.configs(names, args) for runs, names in stores.items()}
     if getattr(args, "recertify", None):
-        from lab.chen2022.recertify import recertify
-
-        out, progress = Path(args.out), not args.quiet
-        base = Path(baseline) if baseline is not None else None
-        found = recertify(configs, out, args.recertify, progress, compile_in_child, base)
-        print(found.line(chen.run_code()))
-        return 1 if found.differ else 0
-    chen_only = TARGETS.keys() >= set(args.targets)
+        if not stores:
+            print(f"recertify: {', '.join(args.targets)} keep no training runs; nothing to rerun")
+            return 0
+        return max(runs.recertify(configs[runs], args, compile_in_child) for runs in stores)
+    every_store = all(targets[t].runs is not None for t in args.targets)
 
     def prepare(training: list[dict]) -> None:
-        if training or not chen_only:  # a re-render from stored runs computes nothing
+        if training or not every_store:  # a re-render from stored runs computes nothing
             compile_in_child(training)
 
-    chen.train(configs, args.out, args.jobs, args.keep_stale, args.quiet, prepare)  # every target's runs
+    for runs in stores:  # every target's runs, before any target reports
+        runs.train(configs[runs], args, prepare)
+    if not stores:
+        prepare([])  # the stand-alone kernels, which the targets run themselves
     status = max(targets[t].run(args) for t in args.targets)
-    if stopwatch is not None:
-        write_timing(args.timing, stopwatch, args, configs)
+    if write_timing is not None:
+        write_timing(args.timing, args, [config for found in configs.values() for config in found])
     return status
 
 
-def run_check(args: argparse.Namespace) -> int:
-    """`replicate TARGET --check K` (`lab.chen2022.recertify.check`): every input checked before any run."""
-    from lab.chen2022.recertify import CHECKED, check, check_sample
-
-    given = [
-        flag
-        for flag, value, default in (
-            ("--recertify", getattr(args, "recertify", None), None),
-            ("--baseline", getattr(args, "baseline", None), None),
-            ("--figure-only", getattr(args, "figure_only", False), False),
-            ("--json", args.json, None),
-            ("--timing", args.timing, None),
-            ("--keep-stale", args.keep_stale, False),
-            ("--jobs", args.jobs, 1),
-            ("--seeds", args.seeds, 10),
-            ("--seed", args.seed, 0),
-            ("--settings", list(args.settings), [1, 2, 3, 4]),
-            *((f"--{key}", getattr(args, key), value) for key, value in CHECKED.items()),
-        )
-        if value != default
-    ]
-    if given:
-        raise UsageError(
-            f"--check reruns runs of a committed summary as it holds them: it goes without {given[0]}"
-        )
-    samples = [check_sample(target, args.variant, args.out, args.check) for target in args.targets]
-    status = 0
-    for sample in samples:
-        found = check(sample, not args.quiet, compile_in_child)
-        print(found.line() + "\n\n" + found.table())
-        status = max(status, found.status)
-    return status
+def run_stores(targets: dict[str, Replication], names: list[str]) -> dict[RunStore, list[str]]:
+    """The run stores of the named targets (`Replication.runs`), each with its targets among `names`, in the
+    order they are named."""
+    stores: dict[RunStore, list[str]] = {}
+    for name in names:
+        if targets[name].runs is not None:
+            stores.setdefault(targets[name].runs, []).append(name)
+    return stores
 
 
-def chen_configs(args: argparse.Namespace) -> list[dict]:
-    """The Chen et al. run configs of every named target (a run shared by targets once)."""
-    from lab.chen2022 import replicate as chen
-
-    configs = {}
-    for target in (t for t in args.targets if t in chen.TARGETS):
-        for config in chen.target_configs(target, args):
-            configs[chen.run_key(config)] = config
-    return list(configs.values())
+def run_check(args: argparse.Namespace, targets: dict[str, Replication]) -> int:
+    """`replicate TARGET --check K`: each run store reruns its committed runs of the named targets and
+    compares them (`RunStore.check`, which checks every input before any run)."""
+    bare = [t for t in args.targets if targets[t].runs is None]
+    if bare:
+        raise UsageError(f"--check: {bare[0]} keeps no training runs to rerun")
+    stores = run_stores(targets, args.targets)
+    return max(runs.check(names, args, compile_in_child) for runs, names in stores.items())

@@ -19,6 +19,8 @@ from lab.core.errors import InputError
 from lab.core.io import check_writable, check_writable_folder
 from lab.core.registry import register_command
 from lab.core.schema import load
+from lab.core.store import SweepStore
+from lab.core.tasks import task_type
 from lab.sweeps.report import (
     SWEEP_REPORT,
     build_report,
@@ -28,7 +30,6 @@ from lab.sweeps.report import (
     sweep_status,
     write_reports,
 )
-from lab.sweeps.store import SweepStore
 from lab.sweeps.sweep import expand, key_prefixes, load_spec, run_sweep
 
 EPILOG = """examples:
@@ -83,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
     group_by_fields(spec, expand(spec))  # a [report] typo is refused before anything runs
     if args.scheduler and (args.workers or args.sequential):
         raise InputError("--scheduler: --workers and --sequential apply to local runs only")
-    if spec.task == "replicate":  # this machine's workers then load the kernels (`lab.cli.kernel_cache`)
+    if task_type(spec.task).training_kernels:  # this machine's workers then load the kernels (kernel_cache)
         compile_in_child([task.params for task in expand(spec)])
     try:
         summary = run_sweep(

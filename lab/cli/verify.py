@@ -24,31 +24,22 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from pathlib import Path
 
 from lab.cli.kernel_cache import compile_in_child, every_training_config
 from lab.cli.main import UsageError, interrupted, nonnegative_int, positive_int
-from lab.core import registry
+from lab.core import claim_figures, registry
 from lab.core.compare import compare_runs, comparison_file, comparison_report
 from lab.core.errors import InputError
 from lab.core.io import check_writable, write_json_atomic, write_text_atomic
+from lab.core.machine import machine_cores
 from lab.core.progress import Progress
 from lab.core.provenance import environment, versions
-from lab.core.records import RECORD_JSON, Record
+from lab.core.records import Record
 from lab.core.registry import register_command
-from lab.core.schema import INT, OBJECT, TEXT, Each, ResultsError, load
+from lab.core.schema import ResultsError
 from lab.core.verdict_report import markdown_report
-from lab.sweeps.sweep import machine_cores
+from lab.core.verify_file import read_verify_file, verify_file
 from lab.sweeps.tasks import ctrl_c_ignored, pinned_threads
-
-VERIFY_RECORD = {**RECORD_JSON, "key": TEXT}
-VERIFY_FILE = {  # --json's schema; files from before the lab recorded its environment lack that field
-    "records": Each(VERIFY_RECORD, "record", least=1),
-    "seed": INT,
-    "tier": TEXT,
-    "versions? environment?": OBJECT,
-}
-WHAT = "the output of `python -m lab verify --json`"
 
 
 def _parse_only(text: str | None) -> list[str] | None:
@@ -91,7 +82,23 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
         default=1,
         help="checks run at once, each job a worker process (default 1); the records do not depend on it",
     )
-    return run_verify
+    parser.add_argument(
+        "--figures-only",
+        metavar="FILE",
+        help="only draw the claims' figures from a written --json FILE into figures/ beside it; run nothing",
+    )
+    return lambda args: redraw_figures(args.figures_only) if args.figures_only else run_verify(args)
+
+
+def redraw_figures(path: str) -> int:
+    """`--figures-only FILE`: the claims' figures (`lab.core.claim_figures`) from a verify file alone."""
+    try:
+        records = read_verify_file(path)["records"]
+    except ResultsError as exc:
+        raise InputError(f"--figures-only: {exc}") from None
+    for line in claim_figures.draw(records, path):
+        print(line)
+    return 0
 
 
 def run_verify(args: argparse.Namespace) -> int:
@@ -126,15 +133,12 @@ def run_verify(args: argparse.Namespace) -> int:
         write_text_atomic(args.markdown, report)
     with pinned_threads(check_threads(args.jobs)) if args.jobs > 1 else contextlib.nullcontext():
         where = environment()  # the threads a check ran on: in a worker, its share of the cores
-    payload = {
-        "records": [r.to_json() for r in records],
-        "seed": args.seed,
-        "tier": args.tier,
-        "versions": versions(registry.origin(c).package for c in checks if not registry.is_own(c)),
-        "environment": where,
-    }
+    stack = versions(registry.origin(c).package for c in checks if not registry.is_own(c))
+    payload = verify_file(records, args.seed, args.tier, stack, where)
     if args.json:
         write_json_atomic(args.json, payload)
+        for line in claim_figures.draw(payload["records"], args.json):
+            print(line, file=sys.stderr)
     status = 0 if all(r.ok for r in records) else 1
     if committed is not None:
         comparison = compare_runs(payload, committed, only)
@@ -149,7 +153,7 @@ def read_committed(path: str, seed: int, tier: str) -> dict:
     """The verify file `path` to compare with, refused in one line (InputError) before any compute: not
     a verify file (this lab's schema), two records with one (claim, key), or another seed or tier."""
     try:
-        data = load(Path(path), VERIFY_FILE, WHAT)
+        data = read_verify_file(path)
     except ResultsError as exc:
         raise InputError(f"--compare: {exc}") from None
     keys = Counter((r["claim"], r["key"]) for r in data["records"])

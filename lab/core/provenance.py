@@ -86,10 +86,14 @@ def _numba_cpu() -> str:
     return config.CPU_NAME or binding.get_host_cpu_name()
 
 
-SCIENCE_PACKAGES = ("lab.kernels", "lab.chen2022", "lab.makkuva2020", "lab.shazeer2017")
-
-
 _LAB_ROOT = Path(__file__).resolve().parents[1]
+MACHINERY = ("core", "sweeps", "cli", "docs")  # the lab's generic layers: a result depends on none of them
+# every other package of `lab` is science: the kernels and each paper's package
+SCIENCE_PACKAGES = tuple(
+    f"lab.{path.parent.name}"
+    for path in sorted(_LAB_ROOT.glob("*/__init__.py"))
+    if path.parent.name not in MACHINERY
+)
 
 
 def _module_file(name: str) -> Path | None:

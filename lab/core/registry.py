@@ -2,14 +2,16 @@
 and papers, `lab.core.descriptions`), filled from entry points.
 
 A declaration is attached to the function it describes by a decorator (`register`,
-`register_replication`, `register_command`, `lab.sweeps.tasks.register_task`) and does nothing
+`register_replication`, `register_command`, `lab.core.tasks.register_task`) and does nothing
 else: importing a module registers nothing. `load_plugins` imports every module advertised in the
 `moe_lab.plugins` entry-point group (a package is walked whole) and collects the declarations it
 finds there. `find` loads the plugins one at a time, the lab's machinery first (`LIGHT_PLUGINS`,
-which import no science), and stops at the first that declares the name asked for, so
-`python -m lab sweep status` never imports the science it does not run. Every declaration has an
-explicit name; a check's seed derives from that name alone, so moving or renaming its code never
-changes a number.
+which import no science), then each plugin package's module `LIGHT_MODULE` (its declarations that
+import no science until they run), then the plugins whole, and stops at the first that declares the
+name asked for, so `python -m lab sweep status` never imports the science it does not run. Every
+declaration has an explicit name; a check's seed derives from that name alone, so moving or renaming
+its code never changes a number. A generic layer reaches a paper's objects only through what the
+paper declares (a replication's `RunStore`, the `TrainingRuns` whose kernels commands compile first).
 
 Plugins are installed packages, and loading one never fails another: a plugin that cannot be
 imported, two declarations of one kind with one name, or a claim id whose checks come from two
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import pkgutil
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -60,8 +63,8 @@ class Declaration:
 class Check(Declaration):
     """A verification entry: runs at a tier with a seed derived from its name and returns records.
 
-    `training_kernels`: it runs the Chen et al. model kernels (`lab.kernels.routed` or `structured`
-    beyond the stand-alone ones), which `verify` then has a child process load or compile first.
+    `training_kernels`: it runs the lab's training kernels (`lab.kernels.routed` or `structured` beyond
+    the stand-alone ones), which `verify` then has a child process load or compile first (`TrainingRuns`).
     `report_only`: its claims' premise records need no negative control (else they read `uncontrolled`)."""
 
     name: str
@@ -120,13 +123,61 @@ class Command(Declaration):
 
 
 @dataclass(frozen=True)
+class RunStore:
+    """Training runs that replication targets keep in one run store under `--out` (`Replication.runs`), and
+    what `python -m lab replicate` does with those of the named targets before any target reports.
+
+    `configs(names, args)`: the run configurations of the named targets, each once; `train(configs, args,
+    prepare)`: trains those `--out` does not hold; `recertify(configs, args, prepare) -> exit status`
+    (`--recertify N`); `check(names, args, prepare) -> exit status` (`--check K`); `timer(out)`: starts
+    the `--timing` record of the invocation and returns `write(path, args, configs)`. `prepare(configs)`
+    is the command's: a child process loads or compiles the kernels of the runs about to be computed."""
+
+    configs: Callable
+    train: Callable
+    recertify: Callable
+    check: Callable
+    timer: Callable
+
+
+@dataclass(frozen=True)
 class Replication(Declaration):
-    """A target of `python -m lab replicate NAME`: `run(args) -> exit status`."""
+    """A target of `python -m lab replicate NAME`: `run(args) -> exit status`; `runs`, the run store its
+    training runs share with other targets' (`RunStore`), trained before any named target reports."""
 
     name: str
     help: str
     run: Callable
+    runs: RunStore | None = None
     kind = "replication"
+
+
+@dataclass(frozen=True)
+class ClaimFigure(Declaration):
+    """A figure of one claim, drawn from its records in a verify run's file (`lab.core.claim_figures`):
+    `draw(records, path) -> path` with every record of the run; `name` is the figure's file name."""
+
+    name: str
+    claim: str
+    draw: Callable
+    kind = "figure"
+
+
+@dataclass(frozen=True)
+class TrainingRuns(Declaration):
+    """Runs that train on the lab's training kernels, which a command has child processes load or compile
+    before it computes (`lab.cli.kernel_cache`). `every()`: one run configuration of each model that the
+    declaring package's replications and training checks train; `short(configs)`: one short run per
+    configuration among `configs` whose kernels differ; `apart(config)`: whether a short run's kernels take
+    so long to compile that it gets a child of its own on two cores or more; `run(config)`: runs one (the
+    child imports its module alone)."""
+
+    name: str
+    every: Callable[[], list[dict]]
+    short: Callable[[list[dict]], list[dict]]
+    apart: Callable[[dict], bool]
+    run: Callable[[dict], Any]
+    kind = "training"
 
 
 def declare(declaration: Declaration) -> Callable[[Callable], Callable]:
@@ -171,8 +222,20 @@ def register_replication(name: str, help: str) -> Callable:
 
 
 # claims, papers and findings: lab.core.descriptions
-KINDS = ("check", "command", "replication", "task", "claim", "paper", "finding")
-LIGHT_PLUGINS = ("cli", "sweeps")  # searched first by `find`: commands and sweep-task declarations
+KINDS = (
+    "check",
+    "command",
+    "replication",
+    "task",
+    "runner",
+    "training",
+    "figure",
+    "claim",
+    "paper",
+    "finding",
+)
+LIGHT_PLUGINS = ("cli", "sweeps")  # searched first by `find`: commands and the runner of tasks
+LIGHT_MODULE = "declarations"  # a plugin package's module searched next: science loads only when a task runs
 
 
 @dataclass(frozen=True)
@@ -265,20 +328,35 @@ def _ordered(entries: Iterable[EntryPoint]) -> list[EntryPoint]:
     return sorted(entries, key=lambda e: (e.name not in LIGHT_PLUGINS, not _own(e), _package(e), e.name))
 
 
-def _load(entries: Iterable[EntryPoint]) -> dict[str, dict[str, Declaration]]:
-    """Collect the declarations of `entries` not loaded yet into the registries; returns them.
+def _light_module(entry: EntryPoint) -> ModuleType | None:
+    """The plugin package's `LIGHT_MODULE`, imported alone (with its package's `__init__`), or None."""
+    spec = importlib.util.find_spec(entry.module)
+    places = spec.submodule_search_locations if spec is not None else None
+    if not places or LIGHT_MODULE not in {m.name for m in pkgutil.iter_modules(places)}:
+        return None
+    return importlib.import_module(f"{entry.module}.{LIGHT_MODULE}")
 
-    A plugin of another package that fails to import is recorded as a conflict; the lab's own raise."""
+
+def _load(entries: Iterable[EntryPoint], light: bool = False) -> dict[str, dict[str, Declaration]]:
+    """Collect the declarations of `entries` not loaded yet into the registries (with `light`, those of each
+    one's `LIGHT_MODULE` only); returns them.
+
+    A plugin of another package that fails to import is recorded as a conflict (when it is loaded whole);
+    the lab's own raise."""
     for entry in _ordered(entries):
         package = _package(entry)
-        if (package, entry.name) in _LOADED:
+        key = (package, f"{entry.name}.{LIGHT_MODULE}" if light else entry.name)
+        if key in _LOADED or (package, entry.name) in _LOADED:
             continue
-        _LOADED.add((package, entry.name))
+        _LOADED.add(key)
         try:
-            found = list(collect(entry.load()))
+            root = _light_module(entry) if light else entry.load()
+            found = [] if root is None else list(collect(root))
         except Exception as exc:
             if _own(entry):
                 raise
+            if light:
+                continue
             message = f"plugin {entry.name!r} (package {package}) cannot be imported: {_one_line(exc)}"
             _CONFLICTS.append(Conflict(message, "plugin", entry.name, None))
             continue
@@ -314,13 +392,17 @@ def in_conflict(kind: str) -> set[str]:
 
 
 def find(kind: str, name: str) -> Any | None:
-    """The declaration of `kind` called `name`, loading plugins (light ones first) only until it is found;
-    Refusal if the name is in conflict, or unknown while a plugin failed to import."""
-    entries = entry_points(group=PLUGIN_GROUP)
-    for entry in _ordered(entries):
+    """The declaration of `kind` called `name`, loading plugins only until it is found: the light plugins,
+    then each other plugin's `LIGHT_MODULE`, then the others whole; Refusal if the name is in conflict, or
+    unknown while a plugin failed to import."""
+    entries = _ordered(entry_points(group=PLUGIN_GROUP))
+    light = [e for e in entries if e.name in LIGHT_PLUGINS]
+    rest = [e for e in entries if e.name not in LIGHT_PLUGINS]
+    steps = [(e, False) for e in light] + [(e, True) for e in rest] + [(e, False) for e in rest]
+    for entry, only_light in steps:
         if name in _REGISTRY[kind]:
             break
-        _load([entry])
+        _load([entry], only_light)
     refuse(kind, [name])
     found = _REGISTRY[kind].get(name)
     if found is None:

@@ -16,7 +16,7 @@ float32 or float64 array: a checked array is the array that was passed (integer 
 converted to float64 where reals are asked for, unless `cast=False` keeps them as they are), so
 checking changes no number.
 
-The science packages (`lab.chen2022`, `lab.shazeer2017`, `lab.makkuva2020`, `lab.core.stats`) check
+The science packages (each paper's, and `lab.core.stats`) check
 every public function's arguments here, once, at the entry point; their internal callers call the
 private, unchecked implementations, so a hot loop never pays twice. Costs: O(1) for types, dtypes,
 shapes and scalars; one pass (a sum, falling back to `np.isfinite` only when the sum is not finite)

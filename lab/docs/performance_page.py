@@ -4,10 +4,10 @@ replication timings."""
 
 from __future__ import annotations
 
-from lab.cli.bench_targets import BENCH_TARGETS
 from lab.docs.results import Results
 from lab.docs.templating import render
 from lab.docs.timing_section import timing_values
+from lab.kernels.bench.targets import BENCH_TARGETS
 from lab.kernels.compile_profile import COMMANDS
 
 

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from lab.core import registry
+from lab.core.claim_figures import FOLDER as FIGURES_FOLDER
 from lab.core.io import write_text_atomic
 from lab.core.registry import Check, claim_order
 from lab.docs.catalogue import Catalogue, catalogues
@@ -135,13 +136,27 @@ def linked_figures(pages: Pages) -> list[Path]:
     return [pages.results_folder / name for name in linked]
 
 
+BENCH_FIGURES = {"compile_profile": "kernels", "history": "bench-history"}  # any other: a summary's
+
+
+def figure_source(figure: Path) -> Path:
+    """The committed JSON a figure is drawn from: a claim's figure (figures/NAME.png) from the verify run
+    beside that folder, every other from the JSON of its own name beside it."""
+    if figure.parent.name == FIGURES_FOLDER:
+        return figure.parent.parent / "verify.json"
+    return figure.with_suffix(".json")
+
+
 def redraw_command(figure: Path) -> str:
-    """The command that draws `figure` from the JSON beside it (<name>.json) alone: a replication's figure
-    (replicate/<target>.png, makkuva_fig1.png for makkuva-fig1) by `replicate --figure-only`, the compile
-    profile's (bench/compile_profile.png) by `kernels --figure`, every other a sweep report's by
-    `sweep figure`."""
+    """The command that draws `figure` from its JSON (`figure_source`) alone: a claim's by `verify
+    --figures-only`, a replication's (replicate/<target>.png, makkuva_fig1.png for makkuva-fig1) by
+    `replicate --figure-only`, the benchmark summary's, history's and compile profile's (bench/) by their
+    commands' `--figure`, every other a sweep report's by `sweep figure`."""
+    if figure.parent.name == FIGURES_FOLDER:
+        return f"python -m lab verify --figures-only {figure_source(figure)}"
     if figure.parent.name == "bench":
-        return f"python -m lab kernels --figure {figure.with_suffix('.json')}"
+        command = BENCH_FIGURES.get(figure.stem, "bench-report")
+        return f"python -m lab {command} --figure {figure.with_suffix('.json')}"
     if figure.parent.name == "replicate":
         target = figure.stem.replace("_", "-")
         return f"python -m lab replicate {target} --figure-only --out {figure.parent}"

@@ -4,7 +4,7 @@ The folder's layout and the commands that write its files are on the index page 
 results folder"); beside them, `mutation/summary.json` and `mutants.json` (`nox -s mutation`) and the
 sweep reports `sweeps/<name>.json` (`python -m lab sweep report sweeps/<name>.toml --out results/sweeps`).
 Each kind of file has a schema (its fields and what each holds, nested as in the file) declared beside the
-code that writes it (e.g. `lab.cli.timing.TIMING`; the mutation files' below, their writer being a test
+code that writes it (e.g. `lab.chen2022.timing.TIMING`; the mutation files' below, their writer being a test
 tool) and applied by `lab.core.schema`: every problem with a file (missing when required, not JSON, a field
 missing or not what its schema says) is a `ResultsError` whose message starts with the file's path and
 names the field, so the command prints one line.
@@ -16,19 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lab.chen2022.proof_chain import PROOF_CHAIN_ANALYSIS, PROOF_CHAIN_REPORT
 from lab.chen2022.replicate_analysis import ANALYSIS_FORMAT, ANALYSIS_NAME, digest
 from lab.chen2022.replicate_report import SUMMARY
 from lab.chen2022.runs import ARITHMETIC, VARIANTS
 from lab.chen2022.tables import TARGETS
+from lab.chen2022.timing import TIMING, TIMING_FORMAT
 from lab.chen2022.training import DTYPES
-from lab.cli.bench_report import BENCH_SUMMARY, SUMMARY_FORMAT
-from lab.cli.timing import TIMING, TIMING_FORMAT
-from lab.cli.verify import VERIFY_FILE
 from lab.core.compare import COMPARISON_FILE, COMPARISON_FORMAT
 from lab.core.schema import INT, NUMBER, OBJECT, TEXT, Each, Is, ResultsError, check, load, read_json
+from lab.core.verify_file import read_verify_file
+from lab.kernels.bench.report import BENCH_SUMMARY, SUMMARY_FORMAT
 from lab.kernels.compile_profile import COMPILE_PROFILE, PROFILE_FORMAT, PROFILE_NAME
 from lab.makkuva2020 import fig1_experiment as fig1
-from lab.sweeps.proof_chain import PROOF_CHAIN_ANALYSIS, PROOF_CHAIN_REPORT
 from lab.sweeps.report import SWEEP_REPORT
 
 VERIFY_COMMAND = "python -m lab verify --seed 0 --json results/verify.json"
@@ -83,11 +83,6 @@ def record_by_key(results: Results, claim: str, key: str, page: str = "") -> dic
         why = f" (a check of {claim} errored: {errors[0]})" if errors and not found else ""
         raise ResultsError(f"{where}verify results: {problem} of claim {claim} with key {key!r}{why}")
     return found[0]
-
-
-def load_verify(path: Path) -> dict[str, Any]:
-    """`verify.json`, with every record's fields checked against the record vocabulary."""
-    return load(path, VERIFY_FILE, "the output of `python -m lab verify --json`")
 
 
 def load_replication(path: Path) -> Replication:
@@ -209,7 +204,7 @@ def load_results(folder: str | Path) -> Results:
     root = Path(folder)
     if not root.is_dir():
         raise ResultsError(f"{root}: no such results folder")
-    verify = load_verify(root / "verify.json")
+    verify = read_verify_file(root / "verify.json")
     found = sorted(p for p in (root / "replicate").glob("*.json") if p.name != ANALYSIS_NAME)
     replications = [load_replication(p) for p in found]
     chen = [r.path for r in replications if r.target in TARGETS]

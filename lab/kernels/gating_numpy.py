@@ -1,6 +1,6 @@
 """Plain NumPy twins of the gating kernels in `lab.kernels.gating`: same signatures, same results.
 
-They are the formulas of `lab.shazeer2017.gating` (complex-capable) and the counter-based noise
+They are the formulas of `lab.kernels.top_k` (complex-capable) and the counter-based noise
 of `lab.kernels.routed_numpy`, so the Monte Carlo counts equal the kernel's bit for bit. They check
 their arguments with the kernels' own checks (`lab.kernels._checks`): the same errors on both backends.
 """
@@ -11,7 +11,7 @@ import numpy as np
 
 from lab.kernels import _checks
 from lab.kernels.routed_numpy import noise, stream_key
-from lab.shazeer2017.gating import smooth_load, softplus, top_k_gates, top_k_mask
+from lab.kernels.top_k import keep_top_k, smooth_load, softplus, top_k_gates
 
 __all__ = ["noisy_top_k_gate_and_load", "top_k_membership_counts"]
 
@@ -25,7 +25,7 @@ def noisy_top_k_gate_and_load(clean, raw_noise, xi, k):
 
 
 def top_k_membership_counts(clean, scale, xi, k, draws, seed, resample_all):
-    """Twin of `gating.top_k_membership_counts`: same noise indices, membership by `top_k_mask`."""
+    """Twin of `gating.top_k_membership_counts`: same noise indices, membership by `keep_top_k`."""
     clean, scale, xi, k, draws, seed, resample_all = _checks.top_k_membership_counts(
         clean, scale, xi, k, draws, seed, resample_all
     )
@@ -42,5 +42,5 @@ def top_k_membership_counts(clean, scale, xi, k, draws, seed, resample_all):
             else:
                 H = np.repeat(fixed[r][None, :], draws, axis=0)
                 H[:, i] = clean[r, i] + scale[r, i] * noise(key, base + np.uint64(i), 1, 1.0, 0.0)
-            counts[r, i] = np.count_nonzero(top_k_mask(H, k)[:, i])
+            counts[r, i] = np.count_nonzero(keep_top_k(H, k)[1][:, i])
     return counts

@@ -1,7 +1,7 @@
 """Plain NumPy twins of the Numba kernels in `lab.kernels.routed`: same signatures, same results.
 
 The twins are the reference the kernels are tested against and benchmarked beside. They use
-the straightforward dense formulas of `lab.chen2022.model` and the same counter-based noise, and
+the straightforward dense formulas of `lab.kernels.dense` and the same counter-based noise, and
 they check their arguments with the kernels' own checks (`lab.kernels._checks`), so a bad code,
 count, seed, shape or route raises the same error on both backends.
 """
@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.chen2022.model import (  # unchecked: the twins' arguments pass `lab.kernels._checks` once
-    _expert_gradient as expert_gradient,
-)
-from lab.chen2022.model import _expert_outputs as expert_outputs
-from lab.chen2022.model import _gate_values as gate_values
-from lab.chen2022.model import _routed_expert_outputs as routed_expert_outputs
-from lab.chen2022.model import logistic_loss_derivative
 from lab.kernels import _checks
 from lab.kernels._shared import NOISE_CODES
 from lab.kernels.activations import ACTIVATIONS
+from lab.kernels.dense import (  # unchecked: the twins' arguments pass `lab.kernels._checks` once
+    expert_gradient,
+    expert_outputs,
+    gate_values,
+    logistic_loss_derivative,
+    routed_expert_outputs,
+)
 
 __all__ = [
     "NOISE_CODES",
@@ -118,7 +118,7 @@ def routing_counts(h, draws, seed, noise_code, a, b):
 
 
 def routed_step(x, W, routes, margin_scale, act):
-    """Twin of `kernels.routed_step`: f, then ∇_W of (3.3) by (E.2) with `model.expert_gradient`."""
+    """Twin of `kernels.routed_step`: f, then ∇_W of (3.3) by (E.2) with `dense.expert_gradient`."""
     x, W, routes, margin_scale, act = _checks.routed_step(x, W, routes, margin_scale, act)
     name = _NAMES[act]
     f = routed_expert_outputs(x, W, routes, name)

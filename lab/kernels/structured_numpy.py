@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.chen2022.model import logistic_loss_derivative
 from lab.kernels import _checks
 from lab.kernels._checks import MARGIN_LOSS_CODES
 from lab.kernels.activations import ACTIVATIONS, sech2
+from lab.kernels.dense import logistic_loss_derivative
 from lab.kernels.routed_numpy import routed_backward, routed_forward
 
 __all__ = [

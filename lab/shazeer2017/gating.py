@@ -40,13 +40,14 @@ by complex step. The selections and the gate itself (`decreasing_order`, `top_k_
 `kth_excluding`, `noisy_top_k_gating`) are real only: a complex logit is a TypeError, as is a bool or
 string array. The scalar functions (`softplus`, `logistic`, `normal_cdf`, `normal_pdf`) are elementwise: only
 the dtype is checked, and a NaN entry gives NaN there, as in NumPy. Internal callers use the
-unchecked `_` implementations, so nothing is checked twice.
+unchecked `_` implementations and formulas (`lab.kernels.top_k`), so nothing is checked twice.
 
 `gate_and_load` and `top_k_membership_counts` run on a backend: the kernels of `lab.kernels.gating`
-or their NumPy twins in `lab.kernels.gating_numpy`, which are the formulas of this module. They
-validate their arguments first, the same way for both backends (`lab.core.validate`): real finite
-(n, M) arrays with M >= 1 (no complex input: the kernels are real), k in [1, M], raw_noise > -745
-(Softplus > 0) and scale > 0, draws >= 1, seeds in [0, 2**64), resample_all a bool.
+or their NumPy twins in `lab.kernels.gating_numpy`, which compute with the formulas this module calls
+(`lab.kernels.top_k`). They validate their arguments first, the same way for both backends
+(`lab.core.validate`): real finite (n, M) arrays with M >= 1 (no complex input: the kernels are
+real), k in [1, M], raw_noise > -745 (Softplus > 0) and scale > 0, draws >= 1, seeds in [0, 2**64),
+resample_all a bool.
 """
 
 from __future__ import annotations
@@ -55,17 +56,13 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special
 
 from lab import kernels
 from lab.core import validate
 from lab.core.errors import InputError
+from lab.kernels import top_k
 
-_SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-# |z| beyond which Φ(z) is exactly 0 or 1 and φ(z), z·φ(z) are exactly 0 in double precision:
-# capping the standardized gap there changes no value and avoids inf·0 for tiny noise scales.
-_Z_CAP = 64.0
 # Softplus(ρ) underflows to 0 in double precision below this ρ (e^ρ < smallest subnormal).
 _SOFTPLUS_UNDERFLOW = -745.0
 
@@ -128,9 +125,7 @@ class RouterLoss(NamedTuple):
 
 def softplus(z: np.ndarray) -> np.ndarray:
     """Softplus(z) = log(1 + e^z), finite for any finite z (and analytic for complex step); NaN propagates."""
-    z = _numbers(z, "z")
-    pos = np.real(z) > 0
-    return np.where(pos, z, 0) + np.log1p(np.exp(np.where(pos, -z, z)))
+    return top_k.softplus(_numbers(z, "z"))
 
 
 def logistic(z: np.ndarray) -> np.ndarray:
@@ -143,7 +138,7 @@ def logistic(z: np.ndarray) -> np.ndarray:
 
 def normal_cdf(z: np.ndarray) -> np.ndarray:
     """Standard normal CDF Φ(z) = erfc(−z/√2)/2 (accurate in both tails, complex-capable); NaN propagates."""
-    return 0.5 * special.erfc(-_numbers(z, "z") * _SQRT_HALF)
+    return top_k.normal_cdf(_numbers(z, "z"))
 
 
 def normal_pdf(z: np.ndarray) -> np.ndarray:
@@ -219,25 +214,13 @@ def noisy_logits(clean: np.ndarray, raw_noise: np.ndarray, xi: np.ndarray) -> np
 
 def decreasing_order(H: np.ndarray) -> np.ndarray:
     """Experts sorted by decreasing H along the last axis, ties by increasing index (the tie rule)."""
-    return _decreasing_order(_logits(H, "H", real=True))
-
-
-def _decreasing_order(H: np.ndarray) -> np.ndarray:
-    return np.argsort(-np.real(H), axis=-1, kind="stable")
-
-
-def _selection(H: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The tie-rule order and the KeepTopK mask (exactly k True per row)."""
-    order = _decreasing_order(H)
-    mask = np.zeros(H.shape, dtype=bool)
-    np.put_along_axis(mask, order[..., :k], True, axis=-1)
-    return order, mask
+    return top_k.decreasing_order(_logits(H, "H", real=True))
 
 
 def top_k_mask(H: np.ndarray, k: int) -> np.ndarray:
     """Support of KeepTopK(H, k): exactly k True per row, ties to the lowest index."""
     H = _logits(H, "H", real=True)
-    return _selection(H, _top_k(k, H.shape[-1]))[1]
+    return top_k.keep_top_k(H, _top_k(k, H.shape[-1]))[1]
 
 
 def top_k_gates(H: np.ndarray, k: int) -> np.ndarray:
@@ -250,20 +233,13 @@ def top_k_gates(H: np.ndarray, k: int) -> np.ndarray:
     (a complex logit is a TypeError; the losses take complex H for complex-step derivatives).
     """
     H = _logits(H, "H", real=True)
-    return _top_k_gates(H, _top_k(k, H.shape[-1]))
-
-
-def _top_k_gates(H: np.ndarray, k: int) -> np.ndarray:
-    order, mask = _selection(H, k)
-    peak = np.take_along_axis(H, order[..., :1], axis=-1)
-    e = np.where(mask, np.exp(H - peak), 0)
-    return e / e.sum(axis=-1, keepdims=True)
+    return top_k.top_k_gates(H, _top_k(k, H.shape[-1]))
 
 
 def noisy_top_k_gating(x, W_g, W_noise, xi, k: int) -> np.ndarray:
     """G(x) = Softmax(KeepTopK(H(x), k)) for a batch x (n, d), W_g, W_noise (d, M), noise ξ (n, M); real."""
     *_, H = _router_logits(x, W_g, W_noise, xi, real=True)
-    return _top_k_gates(H, _top_k(k, H.shape[-1]))
+    return top_k.top_k_gates(H, _top_k(k, H.shape[-1]))
 
 
 def kth_excluding(H: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -274,21 +250,7 @@ def kth_excluding(H: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """
     H = _logits(H, "H", real=True)
     k = _top_k(k, H.shape[-1])
-    order, mask = _selection(H, k)
-    return _threshold(H, k, order, mask)
-
-
-def _threshold(H, k, order, mask):
-    if k == H.shape[-1]:
-        return np.full(H.shape, -np.inf, dtype=H.dtype), np.full(H.shape, -1, dtype=np.int64)
-    index = np.where(mask, order[..., k : k + 1], order[..., k - 1 : k])
-    return np.take_along_axis(H, index, axis=-1), index
-
-
-def _standardized_gap(clean, scale, threshold):
-    with np.errstate(over="ignore"):
-        z = (clean - threshold) / scale
-    return np.where(np.abs(np.real(z)) > _Z_CAP, np.sign(np.real(z)) * _Z_CAP, z)
+    return top_k.kth_excluding(H, k, *top_k.keep_top_k(H, k))
 
 
 def smooth_load(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int) -> np.ndarray:
@@ -297,11 +259,7 @@ def smooth_load(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int) -> 
     scale = _scale(_logits(scale, "scale"))
     H = _logits(H, "H")
     _same_shape(clean, scale=scale, H=H)
-    k = _top_k(k, H.shape[-1])
-    if k == H.shape[-1]:
-        return np.ones_like(clean)
-    threshold, _ = _threshold(H, k, *_selection(H, k))
-    return normal_cdf(_standardized_gap(clean, scale, threshold))
+    return top_k.smooth_load(clean, scale, H, _top_k(k, H.shape[-1]))
 
 
 # ---------------------------------------------------------------------------- losses
@@ -311,29 +269,12 @@ def cv_squared(v: np.ndarray) -> float:
     """CV(v)² = Var(v) / mean(v)², population variance (the w·CV² of L_importance and L_load).
 
     v (M,) finite, M >= 1, real or complex; a zero mean is a ValueError."""
-    return _cv_squared(_logits(v, "v", ndim=1))
-
-
-def _cv_squared(v: np.ndarray):
-    mean = v.mean()
-    if np.real(mean) == 0:
-        raise ValueError("v must have a non-zero mean: CV(v)² is undefined, the mean of v is 0")
-    centred = v - mean
-    return (centred * centred).mean() / (mean * mean)
+    return top_k.cv_squared(_logits(v, "v", ndim=1))
 
 
 def cv_squared_gradient(v: np.ndarray) -> np.ndarray:
     """∂CV(v)²/∂v_j = 2 (v_j − μ − σ²/μ) / (M μ²), with μ = mean(v), σ² = Var(v); v as in `cv_squared`."""
-    return _cv_squared_gradient(_logits(v, "v", ndim=1))
-
-
-def _cv_squared_gradient(v: np.ndarray) -> np.ndarray:
-    mean = v.mean()
-    if np.real(mean) == 0:
-        raise ValueError("v must have a non-zero mean: CV(v)² is undefined, the mean of v is 0")
-    centred = v - mean
-    var = (centred * centred).mean()
-    return 2.0 * (centred - var / mean) / (v.size * mean * mean)
+    return top_k.cv_squared_gradient(_logits(v, "v", ndim=1))
 
 
 def importance(G: np.ndarray) -> np.ndarray:
@@ -349,15 +290,7 @@ def importance_loss(H: np.ndarray, k: int, w: float = 1.0) -> ImportanceLoss:
     piecewise constant). For k = 1 the gate is one-hot and the gradient is 0 everywhere.
     """
     H = _logits(H, "H", ndim=2)
-    return _importance_loss(H, _top_k(k, H.shape[-1]), _weight(w))
-
-
-def _importance_loss(H: np.ndarray, k: int, w: float) -> ImportanceLoss:
-    G = _top_k_gates(H, k)
-    imp = G.sum(axis=0)
-    g = w * _cv_squared_gradient(imp)
-    d_H = G * (g - (G * g).sum(axis=1, keepdims=True))
-    return ImportanceLoss(w * _cv_squared(imp), d_H)
+    return ImportanceLoss(*top_k.importance_loss(H, _top_k(k, H.shape[-1]), _weight(w)))
 
 
 def softmax_gate_importance_loss(H: np.ndarray, k: int, w: float = 1.0) -> ImportanceLoss:
@@ -374,12 +307,12 @@ def softmax_gate_importance_loss(H: np.ndarray, k: int, w: float = 1.0) -> Impor
 
 
 def _softmax_gate_importance_loss(H: np.ndarray, k: int, w: float) -> ImportanceLoss:
-    pi = _top_k_gates(H, H.shape[-1])
-    kept = _selection(H, k)[1]
+    pi = top_k.top_k_gates(H, H.shape[-1])
+    kept = top_k.keep_top_k(H, k)[1]
     imp = np.where(kept, pi, 0).sum(axis=0)
-    c = np.where(kept, w * _cv_squared_gradient(imp), 0)
+    c = np.where(kept, w * top_k.cv_squared_gradient(imp), 0)
     d_H = pi * (c - (pi * c).sum(axis=1, keepdims=True))
-    return ImportanceLoss(w * _cv_squared(imp), d_H)
+    return ImportanceLoss(w * top_k.cv_squared(imp), d_H)
 
 
 def load_loss(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int, w: float = 1.0) -> LoadLoss:
@@ -405,16 +338,16 @@ def load_loss(clean: np.ndarray, scale: np.ndarray, H: np.ndarray, k: int, w: fl
     zeros = np.zeros(clean.shape, dtype=dtype)
     if k == H.shape[-1]:
         return LoadLoss(0.0 * w, zeros, zeros.copy(), zeros.copy())
-    order, mask = _selection(H, k)
-    threshold, _ = _threshold(H, k, order, mask)
-    z = _standardized_gap(clean, scale, threshold)
+    order, mask = top_k.keep_top_k(H, k)
+    threshold, _ = top_k.kth_excluding(H, k, order, mask)
+    z = top_k.standardized_gap(clean, scale, threshold)
     load = normal_cdf(z).sum(axis=0)
-    g = w * _cv_squared_gradient(load)
+    g = w * top_k.cv_squared_gradient(load)
     a = g * normal_pdf(z) / scale
     d_H = zeros
     np.put_along_axis(d_H, order[:, k : k + 1], -(a * mask).sum(axis=1, keepdims=True), axis=1)
     np.put_along_axis(d_H, order[:, k - 1 : k], -(a * ~mask).sum(axis=1, keepdims=True), axis=1)
-    return LoadLoss(w * _cv_squared(load), a, -a * z, d_H)
+    return LoadLoss(w * top_k.cv_squared(load), a, -a * z, d_H)
 
 
 def router_gradients(x, raw_noise, xi, d_clean, d_scale, d_H) -> tuple[np.ndarray, np.ndarray]:
@@ -459,7 +392,7 @@ def _router_logits(x, W_g, W_noise, xi, real: bool = False):
 def importance_loss_and_gradients(x, W_g, W_noise, xi, k: int, w: float = 1.0) -> RouterLoss:
     """L_importance for the noisy top-k router with its gradients ∇W_g, ∇W_noise (ξ held fixed)."""
     x, _, raw_noise, xi, H = _router_logits(x, W_g, W_noise, xi)
-    loss, d_H = _importance_loss(H, _top_k(k, H.shape[-1]), _weight(w))
+    loss, d_H = top_k.importance_loss(H, _top_k(k, H.shape[-1]), _weight(w))
     zeros = np.zeros_like(d_H)
     return RouterLoss(loss, *_router_gradients(x, raw_noise, xi, zeros, zeros, d_H))
 

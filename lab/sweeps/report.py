@@ -19,12 +19,12 @@ import lab
 from lab.core import plots
 from lab.core.errors import InputError
 from lab.core.io import write_json_atomic, write_text_atomic
+from lab.core.keys import contains, prefix_array
 from lab.core.provenance import versions
 from lab.core.schema import LIST, OBJECT, TEXT, Each
-from lab.sweeps.keys import contains, prefix_array
-from lab.sweeps.store import StoredTask, SweepStore
-from lab.sweeps.sweep import SweepSpec, SweepTask, key_prefixes, task_code
-from lab.sweeps.tasks import task_type
+from lab.core.store import StoredTask, SweepStore
+from lab.core.tasks import SweepTask, task_type
+from lab.sweeps.sweep import SweepSpec, key_prefixes, task_code
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Spec format (TOML; examples in `sweeps/`)::
 
     [sweep]
-    task = "routing-probability"  # a registered task (lab.sweeps.tasks): routing-probability, replicate
+    task = "routing-probability"  # a registered task (lab.core.tasks): routing-probability, replicate
     name = "smoke"                 # optional; default: the spec file's stem (letters, digits, . _ -)
     store = "reports/sweeps/smoke.sqlite"  # optional; default reports/sweeps/<name>.sqlite (from cwd)
     description = "..."            # optional, copied into the reports
@@ -26,7 +26,7 @@ go to it and it returns the run configurations; every other field overrides that
 configuration (a dotted name such as "model.M" reaches into nested dicts; a configuration
 without the field is an error, so a misspelt override never runs silently).
 
-Task key (`lab.sweeps.keys`): the XOR of the SHA-256 digests of the canonical JSON of the task name
+Task key (`lab.core.keys`): the XOR of the SHA-256 digests of the canonical JSON of the task name
 and of each field of its full configuration, so a key names exactly one configuration and grids
 that overlap share results; a grid's keys are computed in bulk. TOML keeps 1 and 1.0 apart, and so
 do keys. Each stored result also records the fingerprint of the science code
@@ -39,20 +39,19 @@ process per core by default, or an existing scheduler), or sequentially in-proce
 not installed or `sequential=True`. Either way each task runs through `lab.sweeps.tasks.run_task`
 (BLAS and Numba pinned to one thread), its outcome is committed to the store by the client as
 it arrives, and tasks whose key is already done are skipped, so an interrupted sweep resumes.
-`run_tasks` is that runner for tasks made by other means: `python -m lab replicate` runs its
-training runs through it, into a store of its own (`lab.chen2022.replicate`).
+`run_tasks` is that runner for tasks made by other means, registered as the runner of keyed tasks
+(`lab.core.tasks.task_runner`): a replication runs its training runs through it, into a store of its
+own, without importing this layer.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib.util
 import itertools
 import logging
 import math
 import os
 import re
-import sys
 import time
 import tomllib
 import traceback
@@ -66,11 +65,13 @@ import numpy as np
 
 import lab
 from lab.core.errors import InputError
+from lab.core.keys import canonical, grid_keys, prefix_array, task_key
+from lab.core.machine import dask_available, machine_cores
 from lab.core.progress import Progress
 from lab.core.provenance import code_fingerprint
-from lab.sweeps.keys import canonical, grid_keys, prefix_array, task_key
-from lab.sweeps.store import SweepStore
-from lab.sweeps.tasks import TaskType, ctrl_c_ignored, run_task, task_type
+from lab.core.store import SweepStore
+from lab.core.tasks import RUNNER, SweepTask, TaskType, register_runner, task_type
+from lab.sweeps.tasks import ctrl_c_ignored, run_task
 
 _TABLES = ("sweep", "params", "grid", "report")
 _SWEEP_FIELDS = ("task", "name", "store", "description")
@@ -91,15 +92,6 @@ class SweepSpec:
     description: str = ""
     group_by: tuple[str, ...] | None = None
     metrics: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class SweepTask:
-    """One independent task of a sweep: its key, task name and full configuration."""
-
-    key: str
-    task: str
-    params: dict[str, Any]
 
 
 @dataclass
@@ -188,7 +180,7 @@ def key_prefixes(spec: SweepSpec) -> np.ndarray:
     """The first 128 bits of every task key as an (n, 2) array of big-endian uint64, in grid order.
 
     What `sweep status` compares with the store: 16 bytes per task in one array and no per-task
-    objects, computed in bulk (`lab.sweeps.keys.grid_keys`) unless the task has an expander.
+    objects, computed in bulk (`lab.core.keys.grid_keys`) unless the task has an expander.
     """
     kind = task_type(spec.task)
     if kind.expand is not None:
@@ -268,6 +260,7 @@ def run_sweep(
     )
 
 
+@register_runner(RUNNER)
 def run_tasks(
     name: str,
     tasks: list[SweepTask],
@@ -286,9 +279,9 @@ def run_tasks(
     """Run the `tasks` of the registered task `name` that the store at `store_path` does not hold as done.
 
     What `run_sweep` does once it has expanded its spec, for callers that make the tasks themselves
-    (`python -m lab replicate`). Options as `run_sweep`'s; `threads`: the BLAS and Numba threads of
-    each task (`run_task`); `describe(task, outcome)`, if given, names each finished task in a
-    progress line of its own.
+    (`python -m lab replicate`, which finds it registered: `lab.core.tasks.task_runner`). Options as
+    `run_sweep`'s; `threads`: the BLAS and Numba threads of each task (`run_task`); `describe(task,
+    outcome)`, if given, names each finished task in a progress line of its own.
     """
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise InputError(f"workers must be an integer >= 1, got {workers!r}")
@@ -340,23 +333,6 @@ def run_tasks(
             progress.close()
     summary.seconds = time.perf_counter() - start
     return summary
-
-
-def dask_available(quiet: bool = False) -> bool:
-    """True when `distributed` can be imported; otherwise say (unless quiet) that sweeps run in-process."""
-    if importlib.util.find_spec("distributed") is not None:
-        return True
-    if not quiet:
-        print("dask.distributed is not installed: running the sweep sequentially in-process", file=sys.stderr)
-    return False
-
-
-def machine_cores() -> int:
-    """Cores this process may use (the default number of workers)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _configurations(kind: TaskType, point: dict[str, Any], source: str) -> list[dict[str, Any]]:

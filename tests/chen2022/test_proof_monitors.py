@@ -24,7 +24,7 @@ from lab.chen2022.proof_monitors import (
 )
 from lab.chen2022.routing import Gaussian
 from lab.core.errors import InputError
-from lab.sweeps.tasks import task_type
+from lab.core.tasks import task_type
 
 
 def test_the_schedule_is_the_papers_floors_and_the_second_stage_needs_d_above_m_to_the_12():

@@ -127,7 +127,7 @@ def _float32(path) -> None:
 @pytest.mark.parametrize(
     "argv,spoil,message",
     [
-        (["makkuva-fig1", "--check", "1"], None, "makkuva-fig1 is not a Chen et al. table"),
+        (["makkuva-fig1", "--check", "1"], None, "--check: makkuva-fig1 keeps no training runs"),
         (["table1", "--check", "0"], None, "argument --check: must be an integer >= 1, got 0"),
         (
             ["table1", "--check", "1", "--variant", "reference-code"],

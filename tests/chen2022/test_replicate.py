@@ -24,8 +24,8 @@ from lab.chen2022.replicate_report import (
 )
 from lab.core import registry
 from lab.core.errors import InputError
-from lab.sweeps.keys import task_key
-from lab.sweeps.store import SweepStore
+from lab.core.keys import task_key
+from lab.core.store import SweepStore
 from lab.sweeps.sweep import task_code
 
 

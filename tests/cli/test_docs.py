@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from lab.chen2022 import replicate as chen
+from lab.chen2022.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, report_runs
 from lab.chen2022.replicate import write_analysis
 from lab.chen2022.replicate_report import summary_statistics
-from lab.cli.bench_report import MEASURES, summary
 from lab.cli.main import main
 from lab.core.stats import interval_basis
-from lab.docs.render import differences, linked_figures, render_all
+from lab.docs.render import differences, figure_source, linked_figures, render_all
+from lab.kernels.bench.report import MEASURES, summary
 from lab.makkuva2020.fig1_experiment import mean_errors
-from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, report_runs
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS, DOCS, SWEEPS = REPO / "results", REPO / "docs", REPO / "sweeps"
@@ -189,6 +189,9 @@ def results(tmp_path):
     for figure in ("table1.png", "makkuva_fig1.png"):  # the renderer asks only that a linked figure exists
         (folder / "replicate" / figure).write_bytes(b"drawn with its file")
     (folder / "bench" / "summary.json").write_text(json.dumps(summary(_bench_run(), "0001_run.json")))
+    (folder / "bench" / "summary.png").write_bytes(b"drawn with its file")
+    (folder / "figures").mkdir()
+    (folder / "figures" / "theorem41.png").write_bytes(b"drawn from verify.json")  # B2's claim figure
     return folder
 
 
@@ -686,7 +689,7 @@ def test_every_linked_figure_exists_and_its_json_is_committed():
     linked = {f.relative_to(RESULTS).as_posix() for f in figures}
     assert {"replicate/makkuva_fig1.png", *(f"replicate/table{n}.png" for n in (1, 3, 7, 10, 11))} <= linked
     assert all(f.is_file() for f in figures), [f for f in figures if not f.is_file()]
-    sources = [f.with_suffix(".json").relative_to(REPO).as_posix() for f in figures]
+    sources = sorted({figure_source(f).relative_to(REPO).as_posix() for f in figures})
     if (REPO / ".git").exists():
         tracked = subprocess.run(
             ["git", "ls-files", "--", *sources], cwd=REPO, capture_output=True, text=True, check=True

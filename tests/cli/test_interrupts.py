@@ -38,7 +38,7 @@ CHILD = "lab.cli.kernel_cache"
 WRITE_DRIVER = """
 import os, signal, sys
 from lab.cli.main import main
-from lab.sweeps.store import SweepStore
+from lab.core.store import SweepStore
 begin, writes = SweepStore._transaction, []
 
 def interrupted_write(self):

@@ -9,7 +9,7 @@ import pytest
 from lab.chen2022 import replicate as R
 from lab.cli import replicate as cli
 from lab.cli.main import main
-from lab.cli.replicate import chen_configs
+from lab.core import registry
 
 
 @pytest.fixture
@@ -25,7 +25,9 @@ def test_runs_trained_in_parallel_equal_runs_trained_in_turn_bit_for_bit(
     pytest.importorskip("distributed")
     # table1's runs; a target without Chen et al. runs is left to its own command
     args = replicate_args(targets=["table1", "makkuva-fig1"], settings=[1], seeds=1)
-    configs = chen_configs(args)
+    stores = cli.run_stores(registry.replications(), args.targets)
+    assert list(stores.values()) == [["table1"]]
+    configs = next(iter(stores)).configs(["table1"], args)
     assert [c["model"] for c in configs] == [c["model"] for c in R.expand("table1", [1], 1, tier="quick")]
     parallel, in_turn = tmp_path / "parallel", tmp_path / "in-turn"
     records = R.train(configs, parallel, jobs=2)
@@ -37,7 +39,7 @@ def test_runs_trained_in_parallel_equal_runs_trained_in_turn_bit_for_bit(
         assert {k: v for k, v in row.result.items() if k != "seconds"} == {
             k: v for k, v in theirs[key].result.items() if k != "seconds"
         }
-    monkeypatch.setattr(R, "run_tasks", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr(R, "task_runner", lambda: lambda *a, **k: pytest.fail("trained"))
     assert R.train(configs, parallel, jobs=2) == records  # resumed: nothing left to train
 
 

@@ -91,3 +91,15 @@ def test_find_loads_the_light_plugins_first_and_every_plugin_for_an_unknown_name
     assert registry.find("task", "routing-probability").name == "routing-probability"
     assert registry.find("check", "no-such-check") is None
     assert registry.find("check", "checks.makkuva.check_d1").name == "checks.makkuva.check_d1"
+
+
+def test_find_searches_each_plugin_packages_light_module_before_loading_any_science(monkeypatch):
+    """A paper's sweep task is found in its package's `LIGHT_MODULE`: no plugin but the light ones is
+    loaded whole."""
+    for name, empty in (("_ORIGINS", {}), ("_OWNERS", {}), ("_CONFLICTS", []), ("_LOADED", set())):
+        monkeypatch.setattr(registry, name, empty)
+    monkeypatch.setattr(registry, "_REGISTRY", {k: {} for k in registry.KINDS})
+    found = registry.find("task", "routing-tightness")
+    assert found.run.__module__ == f"lab.chen2022.{registry.LIGHT_MODULE}"
+    assert {name for _, name in registry._LOADED if "." not in name} == set(registry.LIGHT_PLUGINS)
+    assert registry.find("runner", "tasks").name == "tasks"  # lab.sweeps' runner, light too

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from lab.chen2022.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, report_runs
 from lab.cli.main import main
 from lab.core.provenance import code_fingerprint, science_modules
-from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, report_runs
+from lab.core.tasks import register_task
 from lab.sweeps.sweep import task_code
-from lab.sweeps.tasks import register_task
 from tests.rounding import rounded
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
@@ -66,6 +66,6 @@ def test_the_proof_chain_analysis_of_a_reports_runs_is_the_one_it_stores(tmp_pat
 
 
 def test_the_proof_chain_runs_are_stamped_by_their_science_not_by_the_reports_code():
-    """Editing the report's table, analysis, figure or schema in lab.sweeps.proof_chain stales no run."""
+    """Editing the report's table, analysis, figure or schema in lab.chen2022.proof_chain stales no run."""
     assert task_code("proof-chain") == code_fingerprint("lab.chen2022.proof_monitors")
-    assert "lab.sweeps.proof_chain" not in science_modules("lab.chen2022.proof_monitors")
+    assert "lab.chen2022.proof_chain" not in science_modules("lab.chen2022.proof_monitors")

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from lab.chen2022.proof_chain import PROOF_CHAIN_FITTED, RATE_PANELS, proof_chain_figure
+from lab.chen2022.searches import NOISE_COLOURS, tightness_figure
 from lab.chen2022.sweep_studies import GD_RATE_SWEEPS, gd_rate_figure
 from lab.cli.main import main
 from lab.core import plots
-from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, RATE_PANELS, proof_chain_figure
+from lab.core.tasks import register_task
 from lab.sweeps.report import draw_figure
-from lab.sweeps.searches import NOISE_COLOURS, tightness_figure
-from lab.sweeps.tasks import register_task
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 pytestmark = pytest.mark.skipif(not plots.available(), reason="matplotlib is not installed")

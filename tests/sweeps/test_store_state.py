@@ -14,9 +14,9 @@ import pytest
 from lab.cli.main import EXIT_BAD_INPUT, main
 from lab.core import provenance
 from lab.core.errors import InputError
-from lab.sweeps.keys import contains
+from lab.core.keys import contains
+from lab.core.store import APPLICATION_ID, SCHEMA_VERSION, SweepStore
 from lab.sweeps.report import sweep_status
-from lab.sweeps.store import APPLICATION_ID, SCHEMA_VERSION, SweepStore
 from lab.sweeps.sweep import expand, key_prefixes, load_spec, run_sweep
 
 SPEC = """

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from lab.chen2022.declarations import routing_probability
 from lab.chen2022.sweep_tasks import exact_win_probability
 from lab.cli.main import main
+from lab.core.store import SweepStore
+from lab.core.tasks import register_task
 from lab.sweeps import sweep
-from lab.sweeps.store import SweepStore
 from lab.sweeps.sweep import expand, key_prefixes, load_spec, run_sweep, task_key
-from lab.sweeps.tasks import register_task, routing_probability, run_task
+from lab.sweeps.tasks import run_task
 
 SMOKE = """
 [sweep]

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from lab.core.errors import InputError
-from lab.sweeps.keys import task_key
+from lab.core.keys import task_key
 
 SCHEMA_VERSION = 3
 APPLICATION_ID = 0x6D6F656C  # "moel"

@@ -1,32 +1,16 @@
-"""Sweep tasks for the lab's searches: Lemma 5.1's sharpest constant and Theorem 4.1's floor attainment.
+"""The report tables and figure of the lab's searches: Lemma 5.1's sharpest constant and Theorem 4.1's floor
+attainment.
 
-Declarations only, with each task's defaults and report table: the science is in
-`lab.chen2022.sweep_tasks` and loads when a task runs, so `sweep status` and `sweep report` start
-without it. `routing-tightness` (claims B4-B6, B10) searches the smallest constant of Lemma 5.1;
-`floor-attainment` (claims B1, B2) measures one patch-additive model's test error beside the
+No science at import (it loads when a task runs), so `sweep status` and `sweep report` start without it:
+the sweep tasks are declared with their defaults in `lab.chen2022.declarations`, and their science is
+`lab.chen2022.sweep_tasks`. `routing-tightness` (claims B4-B6, B10) searches the smallest constant of
+Lemma 5.1; `floor-attainment` (claims B1, B2) measures one patch-additive model's test error beside the
 orbit floor ω/8 of Theorem 4.1.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from lab.sweeps.tasks import register_task, task_type
-
-TIGHTNESS_DEFAULTS = {"noise": "uniform", "scale": 1.0, "M": 8, "starts": 8, "c": 2.0, "seed": 0}
-ATTAINMENT_DEFAULTS = {
-    "setting": 3,
-    "alpha": None,
-    "beta": None,
-    "gamma": None,
-    "model": "witness",
-    "n": 20_000,
-    "level": 0.99,
-    "floor": None,
-    "ramp": 0.1,
-    "restarts": 10,
-    "seed": 0,
-}
 
 
 def tightness_table(values: dict[str, list[Any]], results: list[dict[str, Any]]) -> str:
@@ -104,16 +88,6 @@ def _tightness_family(ax: Any, runs: list[dict[str, Any]], noise: str, colour: s
         ax.scatter(M, value, s=70, facecolors="none", edgecolors=colour, label=f"{noise}: L*/κ exact")
 
 
-@register_task(
-    "routing-tightness", defaults=TIGHTNESS_DEFAULTS, report=tightness_table, figure=tightness_figure
-)
-def routing_tightness(params: dict[str, Any]) -> dict[str, Any]:
-    """Best constant c of Lemma 5.1 found by the search, /κ, beside κM², 2κ and L*; the bound c·κ tested."""
-    from lab.chen2022 import sweep_tasks
-
-    return sweep_tasks.routing_tightness(task_type("routing-tightness").with_defaults(params))
-
-
 def attainment_table(values: dict[str, list[Any]], results: list[dict[str, Any]]) -> str:
     """Sweep report: one row per (setting, α, β, γ, σ_p, model, n, floor), the seeds' errors pooled.
 
@@ -150,11 +124,3 @@ def attainment_table(values: dict[str, list[Any]], results: list[dict[str, Any]]
             f"| {errors / total:.4f} [{lo:.4f}, {hi:.4f}] | {attained}/{len(rows)} | {verdict} |"
         )
     return "\n".join(lines)
-
-
-@register_task("floor-attainment", defaults=ATTAINMENT_DEFAULTS, report=attainment_table)
-def floor_attainment(params: dict[str, Any]) -> dict[str, Any]:
-    """Test error of one patch-additive model (Theorem 4.1) with a Clopper–Pearson CI beside the floor ω/8."""
-    from lab.chen2022 import sweep_tasks
-
-    return sweep_tasks.floor_attainment(task_type("floor-attainment").with_defaults(params))

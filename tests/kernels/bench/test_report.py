@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.cli.bench_report import kernel_rates, recomputed, report, saved_runs, statistics, summary
 from lab.cli.main import main
 from lab.docs.results import load_bench
+from lab.kernels.bench.report import kernel_rates, recomputed, report, saved_runs, statistics, summary
 from tests.rounding import rounded
 
 
@@ -114,7 +114,7 @@ def test_the_committed_statistics_are_the_writers_over_the_committed_benchmarks(
     its own benchmarks."""
     rates = summary(_run(4.0, 400.0), "0001_a.json")["statistics"]["kernel_rates"]
     assert rates == {"fractions": [["routed_forward", 0.5]], "median": 0.5, "rounds": None}
-    committed = json.loads((Path(__file__).resolve().parents[2] / "results/bench/summary.json").read_text())
+    committed = json.loads((Path(__file__).resolve().parents[3] / "results/bench/summary.json").read_text())
     computed = json.loads(json.dumps(statistics(committed["benchmarks"])))
     assert rounded(committed["statistics"]) == rounded(computed)
     step = committed["statistics"]["algorithm1_step"]

@@ -1,12 +1,12 @@
-"""The performance targets of the structured path load from `lab/cli/bench_targets.toml`, and the summary's
-writer judges them against its benchmarks (`judged`)."""
+"""The performance targets of the structured path load from `lab/kernels/bench/targets.toml`, and the
+summary's writer judges them against its benchmarks (`judged`)."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from lab.cli.bench_targets import BENCH_TARGETS, judged, load_targets
+from lab.kernels.bench.targets import BENCH_TARGETS, judged, load_targets
 from tests.rounding import rounded
 
 STEP = "test_algorithm1_step[numba-structured]"
@@ -57,7 +57,7 @@ def test_a_relative_target_is_not_measured_without_the_measure_it_is_relative_to
 
 def test_the_committed_targets_are_the_writers_judgment_of_the_committed_benchmarks():
     """The summary stores `targets` judged against its benchmarks; the committed ones are the writer's
-    function of its own benchmarks and of `bench_targets.toml`."""
-    committed = json.loads((Path(__file__).resolve().parents[2] / "results/bench/summary.json").read_text())
+    function of its own benchmarks and of `targets.toml`."""
+    committed = json.loads((Path(__file__).resolve().parents[3] / "results/bench/summary.json").read_text())
     computed = json.loads(json.dumps(judged(committed["benchmarks"])))
     assert rounded(committed["targets"]) == rounded(computed)

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from lab.chen2022 import replicate as R
+from lab.chen2022.timing import TIMING_FORMAT, model_totals, run_flops
 from lab.cli.main import main
-from lab.cli.timing import TIMING_FORMAT, model_totals, run_flops
+from lab.core.keys import task_key
 from lab.docs.findings_data import registered, render_finding
 from lab.docs.markdown import pct
 from lab.docs.results import Replication, Results, ResultsError, load_timing
 from lab.docs.templating import render
 from lab.docs.timing_section import floor_minutes, model_times, same_code, timing_values
-from lab.sweeps.keys import task_key
 from tests.rounding import rounded
 
 
@@ -193,7 +193,7 @@ def test_a_record_says_whether_the_table_runs_share_its_code():
 
 
 def _time_finding(results: Results) -> str:
-    """The findings' replication wall time (`lab/cli/bench_report.findings.toml`)."""
+    """The findings' replication wall time (`lab/kernels/bench/report.findings.toml`)."""
     return render_finding("findings.md", registered()["replication-time"], results)
 
 

@@ -14,12 +14,18 @@ from pathlib import Path
 import pytest
 
 import lab.cli.sweep  # noqa: F401  (registers the `sweep` command and, through it, the search tasks)
+from lab.chen2022.declarations import (
+    ATTAINMENT_DEFAULTS,
+    TIGHTNESS_DEFAULTS,
+    floor_attainment,
+    routing_tightness,
+)
 from lab.cli.main import main
+from lab.core.store import SweepStore
+from lab.core.tasks import task_type
 from lab.sweeps.report import build_report
-from lab.sweeps.searches import ATTAINMENT_DEFAULTS, TIGHTNESS_DEFAULTS, floor_attainment, routing_tightness
-from lab.sweeps.store import SweepStore
 from lab.sweeps.sweep import expand, load_spec, run_sweep
-from lab.sweeps.tasks import run_task, task_type
+from lab.sweeps.tasks import run_task
 
 SWEEPS = Path(__file__).parents[2] / "sweeps"
 

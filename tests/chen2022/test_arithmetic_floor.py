@@ -10,8 +10,8 @@ import pytest
 from lab.chen2022 import data
 from lab.chen2022.replicate import expand
 from lab.chen2022.runs import TIER_SIZES
+from lab.chen2022.timing import run_flops, run_train_config, step_flops
 from lab.chen2022.training import prepare
-from lab.cli.timing import run_flops, run_train_config, step_flops
 
 
 def _runs() -> list[dict]:

@@ -12,6 +12,9 @@ step, so a step of Algorithm 1 leaves two kinds of dense work: the experts' nois
 S = `data.SIGNAL_ROLES`), forward ⟨w, ξ⟩ and backward Σ coef·σ'·ξ (E.2), each 2·n·J·width FLOP per
 patch; and an MoE's router, h = sΘ and ∇Θ = sᵀ∂h (2·n·d·M each). Linear experts collapse to one filter
 on one patch (`plan.LinearExperts`). A multiply-add counts as two.
+
+The clocks are the lab's (`lab.core.timing.Stopwatch`); the run store and the model code are imported in
+the functions that read them, after the clocks have started.
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 from lab.core.io import write_json_atomic
 from lab.core.schema import COUNT, INT, LIST, POSITIVE, TEXT, Each
+from lab.core.timing import Stopwatch as Clock
 
 TIMING_FORMAT = "moe-lab replicate timing 2"
 # what a record keeps of each trained run: its configuration (`runs.expand`, with the MoE
@@ -56,17 +59,11 @@ TIMING = {  # the schema of a timing record (what the docs read of it)
 }
 
 
-def _cpu_seconds() -> float:
-    """User and system time of this process and of its finished children (the `--jobs` workers)."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
 def _stored(out: str) -> frozenset[tuple[int, int, int]]:
     """Each run in the run store of `out` as its key's 128-bit prefix and its seconds in nanoseconds:
     a run trained again has other seconds. Empty without a store."""
     from lab.chen2022.replicate import TASK, store_path
-    from lab.sweeps.store import SweepStore
+    from lab.core.store import SweepStore
 
     if not store_path(out).exists():
         return frozenset()
@@ -88,14 +85,13 @@ def command(args: argparse.Namespace) -> str:
 class Stopwatch:
     """Started before an invocation's first run; `record` gives its timing record afterwards."""
 
-    wall: float
-    cpu: float
+    clock: Clock
     stored: frozenset[tuple[int, int, int]]
 
     @classmethod
     def start(cls, out: str) -> Stopwatch:
         """Started now; the run store is read after the clocks (its first read loads the model code)."""
-        return cls(time.perf_counter(), _cpu_seconds(), _stored(out))
+        return cls(Clock.start(), _stored(out))
 
     def trained(self, out: str, configs: list[dict]) -> list[dict[str, Any]]:
         """The runs of `configs` this invocation wrote (new or rewritten store rows), each cut to its
@@ -116,7 +112,7 @@ class Stopwatch:
 
         from lab.chen2022.runs import run_code
 
-        wall, cpu = time.perf_counter() - self.wall, _cpu_seconds() - self.cpu  # before the store is read
+        wall, cpu = self.clock.elapsed()  # before the store is read
         runs = self.trained(args.out, configs)
         return {
             "format": TIMING_FORMAT,

@@ -1,9 +1,9 @@
 """The performance targets of the structured path (Def. 3.1), judged by the benchmark summary's writer.
 
 They are targets, reported on the performance page and never asserted: each benchmark asserts only
-that its answer is right (`benchmarks/test_bench_structured.py`). `bench_targets.toml` beside this module
+that its answer is right (`benchmarks/test_bench_structured.py`). `targets.toml` beside this module
 is the one place their thresholds and descriptions are written (editable without Python); `judged`
-holds each against a summary's benchmarks, and `bench_report.summary` stores it under "targets".
+holds each against a summary's benchmarks, and `report.summary` stores it under "targets".
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 COMPARISONS = {"≤": operator.le, "≥": operator.ge}
-SOURCE = Path(__file__).with_name("bench_targets.toml")
+SOURCE = Path(__file__).with_name("targets.toml")
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
-"""Sweep task `proof-chain` (claims B9, B10): the d study of Theorem 4.2's proof chain along runs.
+"""The d study of Theorem 4.2's proof chain along runs (sweep task `proof-chain`, claims B9, B10).
 
-Declaration only, with defaults, a report table, the analysis across runs the report stores, its figure
-and the finding that reads them (`proof_chain.findings.toml`); the science is
-`lab.chen2022.proof_monitors` and loads when a task runs. One task is one monitored run of Algorithm 1
-at dimension d under the theorem's conditions (σ0 = d^(−1/3), η_r = M²η, n = n_per_d·d).
+Its report table, the analysis across runs the report stores, its figure and the finding that reads them
+(`proof_chain.findings.toml`); the task is declared with its defaults in `lab.chen2022.declarations`, and
+the science is `lab.chen2022.proof_monitors`, which loads when a task runs. One task is one monitored run
+of Algorithm 1 at dimension d under the theorem's conditions (σ0 = d^(−1/3), η_r = M²η, n = n_per_d·d).
 """
 
 from __future__ import annotations
@@ -14,21 +14,10 @@ from typing import Any
 
 from lab.core.descriptions import load_findings
 from lab.core.schema import INT, LIST, NUMBER, OBJECT, POSITIVE, TEXT, Each
-from lab.sweeps.tasks import register_task, task_type
 
 # the d study's finding, which reads the report this task's sweep writes
 FINDINGS = load_findings(Path(__file__).with_name("proof_chain.findings.toml"))
 
-PROOF_CHAIN_DEFAULTS = {
-    "d": 50,
-    "M": 8,
-    "J": 16,
-    "eta": 0.02,
-    "steps": 500,
-    "n_per_d": 80,
-    "seed": 0,
-    "schedule": "stated",  # T2 as App. E.2 states it, or "sharpened": re-derived under the constant 2κ
-}
 # Quantities of the d study fitted as c·d^slope over runs (the proof states a rate in d for each).
 PROOF_CHAIN_FITTED = (
     "h_inf_T1",
@@ -162,13 +151,13 @@ def stage_schedule(runs: list[dict[str, Any]]) -> dict[str, Any]:
     the runs routing by M_k and with professions predicting, over all runs and over those whose every M_k
     is non-empty (`nonempty`), K and the chance `p_all_nonempty` of that for iid uniform professions."""
     from lab.chen2022.data import setting
-    from lab.chen2022.proof_monitors import ProofSchedule, d_for_second_stage
+    from lab.chen2022.proof_monitors import ProofSchedule, d_for_second_stage, theorem_sigma0
 
     M, eta, d_max = runs[0]["M"], runs[0]["eta"], max(r["d"] for r in runs)
     K, nonempty = setting(1).K, _nonempty(runs)  # monitored runs are setting 1's data
     m = SECOND_STAGE_M[0]
     d = 2 * round(d_for_second_stage(m))  # twice the least M's threshold, at the study's η
-    example = ProofSchedule(d=d, M=m, eta=eta, sigma0=d ** (-1 / 3))
+    example = ProofSchedule(d=d, M=m, eta=eta, sigma0=theorem_sigma0(d))
     return {
         "runs": len(runs),
         "ordered": sum(r["T1"] < r["T2"] for r in runs),
@@ -239,6 +228,7 @@ def sharpened_schedule(runs: list[dict[str, Any]]) -> dict[str, Any]:
         recursion_end,
         router_learning_end,
         router_learning_end_sharpened,
+        theorem_sigma0,
     )
     from lab.chen2022.routing_tightness import proven_constant
 
@@ -253,7 +243,7 @@ def sharpened_schedule(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ]
     m = SECOND_STAGE_M[0]
     d = 2 * round(d_for_second_stage(m, factor))
-    example = ProofSchedule(d=d, M=m, eta=eta, sigma0=d ** (-1 / 3), schedule="sharpened")
+    example = ProofSchedule(d=d, M=m, eta=eta, sigma0=theorem_sigma0(d), schedule="sharpened")
     return {
         "factor": factor,
         "T2_stated": router_learning_end(eta, M),
@@ -354,21 +344,3 @@ def _rate_panel(ax: Any, runs: tuple, ds: Any, fit: dict, level: float, stated: 
     ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
     ax.set_xlabel("d")
     ax.legend(fontsize=7)
-
-
-@register_task(
-    "proof-chain",
-    defaults=PROOF_CHAIN_DEFAULTS,
-    report=proof_chain_table,
-    analysis=proof_chain_analysis,
-    figure=proof_chain_figure,
-    code_root="lab.chen2022.proof_monitors",  # the runs' science: the report's code above never moves them
-)
-def proof_chain(params: dict[str, Any]) -> dict[str, Any]:
-    """One monitored run of Theorem 4.2's proof at dimension d: its chain verdicts and measured quantities."""
-    from lab.chen2022 import proof_monitors
-
-    p = task_type("proof-chain").with_defaults(params)
-    cfg = proof_monitors.theorem_config(p["d"], M=p["M"], J=p["J"], eta=p["eta"], steps=p["steps"])
-    run = proof_monitors.monitored_run(p["d"], p["seed"], p["n_per_d"], cfg, p["schedule"])
-    return proof_monitors.summary(run)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from lab.sweeps.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, sharpened_schedule
+from lab.chen2022.proof_chain import PROOF_CHAIN_FITTED, proof_chain_analysis, sharpened_schedule
 
 
 def _runs(schedule: str | None) -> list[dict]:
@@ -42,7 +42,7 @@ def test_the_committed_sharpened_report_draws_a_quantity_that_is_0_in_some_run_u
     import json
     from pathlib import Path
 
-    from lab.sweeps.proof_chain import proof_chain_figure
+    from lab.chen2022.proof_chain import proof_chain_figure
 
     path = Path(__file__).resolve().parents[2] / "results" / "sweeps" / "proof_chain_sharpened.json"
     report = json.loads(path.read_text())
@@ -57,7 +57,7 @@ def test_the_committed_sharpened_report_draws_a_quantity_that_is_0_in_some_run_u
 def test_routing_is_counted_among_the_runs_whose_every_m_k_is_non_empty():
     """An empty M_k makes routing every Ω_k into M_k impossible (share 0): the analysis counts routing and
     averages the share also over the runs with every M_k non-empty, and says whether the share is monotone."""
-    from lab.sweeps.proof_chain import routing_trend
+    from lab.chen2022.proof_chain import routing_trend
 
     runs = _runs(None)
     for i, r in enumerate(runs):  # d = 50: one run with every M_k non-empty; d = 100: two, one routing
@@ -78,7 +78,7 @@ def test_routing_is_counted_among_the_runs_whose_every_m_k_is_non_empty():
 
 
 def test_the_chance_that_every_profession_is_non_empty_counts_surjections():
-    from lab.sweeps.proof_chain import all_nonempty_probability
+    from lab.chen2022.proof_chain import all_nonempty_probability
 
     assert all_nonempty_probability(4, 4) == pytest.approx(math.factorial(4) / 4**4)
     assert all_nonempty_probability(4, 8) == pytest.approx(1 - 0.3770751953125)  # B8's exact empty rate

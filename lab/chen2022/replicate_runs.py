@@ -1,0 +1,132 @@
+"""Chen et al.'s replication targets as `python -m lab replicate` and the kernel cache reach them.
+
+The targets (`REPLICATIONS`) share one run store under --out (`RUNS`, a `lab.core.registry.RunStore`):
+before any named target reports, the command expands their runs (`target_runs`, a run shared by targets
+once), trains those --out does not hold (`lab.chen2022.replicate.train`), or re-certifies them
+(`recertify_runs`) or checks them (`check_runs`, both `lab.chen2022.recertify`), and times the invocation
+(`start_timing`, `lab.chen2022.timing`). `TRAINING` declares the runs that train on the lab's training
+kernels (`lab.core.registry.TrainingRuns`): one of each model the targets and the training checks train
+(`every_training_config`), and one short run per configuration whose kernels differ (`short_runs`), which
+the commands have child processes run first so that they load every kernel from Numba's cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from lab.chen2022 import replicate as chen
+from lab.chen2022.recertify import CHECKED, check, check_sample, recertify
+from lab.chen2022.runs import ARITHMETIC, VARIANTS, expand, run_one
+from lab.chen2022.tables import TARGET_HELP, TARGETS
+from lab.chen2022.timing import Stopwatch, write_timing
+from lab.core.errors import InputError
+from lab.core.registry import Replication, RunStore, TrainingRuns
+
+# sizes, coefficients and data: they change no array's type, so one child run covers all their values
+_VALUES_ONLY = ("setting", "seed", "tier", "steps", "filters", "J", "M", "lb_coef")
+_CHILD_STEPS = 2
+Prepare = Callable[[list[dict]], object]
+
+
+def target_runs(names: list[str], args: argparse.Namespace) -> list[dict]:
+    """The run configs of every named target (a run shared by targets once)."""
+    configs = {}
+    for target in names:
+        for config in chen.target_configs(target, args):
+            configs[chen.run_key(config)] = config
+    return list(configs.values())
+
+
+def train_runs(configs: list[dict], args: argparse.Namespace, prepare: Prepare) -> None:
+    """Train the runs of `configs` that --out does not hold (`lab.chen2022.replicate.train`)."""
+    chen.train(configs, args.out, args.jobs, args.keep_stale, args.quiet, prepare)
+
+
+def recertify_runs(configs: list[dict], args: argparse.Namespace, prepare: Prepare) -> int:
+    """`replicate TARGETS --recertify N [--baseline DIR]` (`lab.chen2022.recertify.recertify`): its line;
+    exit status 1 when a rerun differs."""
+    baseline = getattr(args, "baseline", None)
+    base = Path(baseline) if baseline is not None else None
+    found = recertify(configs, Path(args.out), args.recertify, not args.quiet, prepare, base)
+    print(found.line(chen.run_code()))
+    return 1 if found.differ else 0
+
+
+def check_runs(names: list[str], args: argparse.Namespace, prepare: Prepare) -> int:
+    """`replicate TARGET --check K` (`lab.chen2022.recertify.check`): every input checked before any run."""
+    given = [
+        flag
+        for flag, value, default in (
+            ("--recertify", getattr(args, "recertify", None), None),
+            ("--baseline", getattr(args, "baseline", None), None),
+            ("--figure-only", getattr(args, "figure_only", False), False),
+            ("--json", args.json, None),
+            ("--timing", args.timing, None),
+            ("--keep-stale", args.keep_stale, False),
+            ("--jobs", args.jobs, 1),
+            ("--seeds", args.seeds, 10),
+            ("--seed", args.seed, 0),
+            ("--settings", list(args.settings), [1, 2, 3, 4]),
+            *((f"--{key}", getattr(args, key), value) for key, value in CHECKED.items()),
+        )
+        if value != default
+    ]
+    if given:
+        raise InputError(
+            f"--check reruns runs of a committed summary as it holds them: it goes without {given[0]}"
+        )
+    samples = [check_sample(target, args.variant, args.out, args.check) for target in names]
+    status = 0
+    for sample in samples:
+        found = check(sample, not args.quiet, prepare)
+        print(found.line() + "\n\n" + found.table())
+        status = max(status, found.status)
+    return status
+
+
+def start_timing(out: str) -> Callable[[str, argparse.Namespace, list[dict]], None]:
+    """Start the `--timing` record of an invocation (`lab.chen2022.timing`): `write(path, args, configs)`."""
+    stopwatch = Stopwatch.start(out)
+    return lambda path, args, configs: write_timing(path, stopwatch, args, configs)
+
+
+RUNS = RunStore(target_runs, train_runs, recertify_runs, check_runs, start_timing)
+REPLICATIONS = [
+    Replication(target, TARGET_HELP[target], functools.partial(chen.run_target, target), RUNS)
+    for target in TARGETS
+]
+
+
+def every_training_config() -> list[dict]:
+    """One run of every replicate target in both variants and both arithmetics, float64: the
+    models that verify's training checks train too."""
+    return [
+        config
+        for target in TARGETS
+        for variant in VARIANTS
+        for arithmetic in ARITHMETIC
+        for config in expand(target, [1, 2, 3, 4], 1, variant=variant, arithmetic=arithmetic)
+    ]
+
+
+def short_runs(configs: list[dict]) -> list[dict]:
+    """One quick two-step run per configuration that differs in more than `_VALUES_ONLY`."""
+    chosen: dict[str, dict] = {}
+    for config in configs:
+        rest = {k: v for k, v in config.items() if k not in _VALUES_ONLY}
+        quick = {k: config[k] for k in _VALUES_ONLY if k in config} | {"seed": 0, "tier": "quick"}
+        chosen.setdefault(json.dumps(rest, sort_keys=True), rest | quick)
+    return [config | {"steps": _CHILD_STEPS} for config in chosen.values()]
+
+
+def structured_single(config: dict) -> bool:
+    """A structured single CNN: its kernels compile in a child of their own on two cores or more (on an
+    empty cache each share takes about 75 s on one core of an AMD EPYC)."""
+    return config.get("arithmetic") == "structured" and config["model"].startswith("single")
+
+
+TRAINING = TrainingRuns("chen2022", every_training_config, short_runs, structured_single, run_one)
