@@ -31,9 +31,10 @@ The names in `__all__` are Python entry points that check their arguments with `
 so are the sums (a literal 0.0 would make Numba add float32 products in float64, at half the SIMD width).
 The fused step's readout weights a_j (3.1) let one pass serve the two half-logits of a non-odd σ,
 and it evaluates σ and σ' together (`_sigma_and_prime`: one erf or expm1 call for both). For tanh
-a forward pass first fills z, and NumPy's SIMD `np.tanh` and `np.exp` tabulate tanh z and sech² z
-from it (`_tabulated`); the step then needs no products of its own (Numba's scalar libm tanh took
-most of a tanh single's step).
+a forward pass first fills z, and NumPy's SIMD `np.exp` tabulates e^{−2z} from it (`_tabulated`); the
+step then needs no products of its own (Numba's scalar libm tanh took most of a tanh single's step)
+and takes tanh z and sech² z = 4u/(1 + u)², u = e^{−2|z|}, from it, neither through 1 − tanh² z,
+which cancels to 0 where tanh z rounds to ±1.
 For the cubic σ the signal patches need no per-filter work at all: Σ_j a_j (s G_{r,j} + b_j)³ is a
 cubic in s with coefficients per (expert, signal), and their terms of (E.2) follow from four sums
 Σ coef·s^k per (expert, signal) (`_structured_step_cubic`, `cubic_signal_sums`).
@@ -93,20 +94,25 @@ __all__ = [
 ]
 
 CUBIC, LINEAR, TANH = (ACTIVATION_CODES[name] for name in ("cubic", "linear", "tanh"))
-_TABLES = threading.local()  # `_table_buffers`' arrays and their (shape, dtype), per thread
+_TABLES = threading.local()  # `_table_buffer`'s array and its (shape, dtype), per thread
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _readout_and_primes(z, t, readout, act):
+def _readout_and_primes(z, e, readout, act):
     """Σ_{p,j} a_j σ(z_{p,j}) (3.1) with a = readout, and z (P, J) overwritten with σ'(z). For tanh,
-    t (2, P, J) holds tanh z and sech² z (`_tabulated`); the other codes ≥ 3 make one transcendental
-    call for σ and σ', the rest none (two vectorised loops)."""
+    e (P, J) holds e^{−2z} (`_tabulated`); the other codes ≥ 3 make one transcendental call for σ and
+    σ', the rest none (two vectorised loops)."""
     total = 0.0
-    if act == TANH:  # σ = tanh z, σ' = sech² z, both from the table
+    if act == TANH:  # with u = e^{−2|z|}: tanh z = ±(1 − u)/(1 + u), sech² z = 4u/(1 + u)², both exact
         for p in range(z.shape[0]):
             for j in range(z.shape[1]):
-                total += readout[j] * t[0, p, j]
-                z[p, j] = t[1, p, j]
+                u = e[p, j]
+                sign = 1.0
+                if u > 1.0:  # z < 0: u = e^{2|z|} (inf past |z| ≈ 354, where 1/u = 0 is right)
+                    u, sign = 1.0 / u, -1.0
+                r = 1.0 / (1.0 + u)
+                total += readout[j] * (sign * (1.0 - u) * r)
+                z[p, j] = 4.0 * u * r * r
         return total
     if act >= 3:
         for p in range(z.shape[0]):
@@ -123,27 +129,20 @@ def _readout_and_primes(z, t, readout, act):
     return total
 
 
-def _table_buffers(shape: tuple, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """z (n, P, J) and the (n, 2, P, J) table `_tabulated` fills, kept per thread for the next call of
-    that shape: fresh ones cost more in first-touch page faults (29 ms for a 128-filter single) than
-    the table saves."""
+def _table_buffer(shape: tuple, dtype) -> np.ndarray:
+    """The (n, P, J) array `_tabulated` fills, kept per thread for the next call of that shape: a fresh
+    one costs more in first-touch page faults (29 ms for a 128-filter single) than the table saves."""
     if getattr(_TABLES, "key", None) != (shape, dtype):
-        n, P, J = shape
-        _TABLES.key = (shape, dtype)
-        _TABLES.arrays = np.empty(shape, dtype=dtype), np.empty((n, 2, P, J), dtype=dtype)
-    return _TABLES.arrays
+        _TABLES.key, _TABLES.array = (shape, dtype), np.empty(shape, dtype=dtype)
+    return _TABLES.array
 
 
-def _tabulated(z: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """table[:, 0] = tanh z and table[:, 1] = sech² z = 4u/(1 + u)², u = e^{−2|z|} (no cancellation
-    where tanh z rounds to ±1), at every pre-activation z (n, P, J), by NumPy's SIMD ufuncs: about 15
-    times the rate of Numba's scalar libm calls here (a tanh single spent most of its step in them)."""
-    t, u = table[:, 0], table[:, 1]
-    np.tanh(z, out=t)
-    np.abs(z, out=u)
-    np.exp(np.multiply(u, -2.0, out=u), out=u)
-    np.divide(np.multiply(u, 4.0, out=z), np.square(np.add(u, 1.0, out=u), out=u), out=u)
-    return table
+def _tabulated(z: np.ndarray) -> np.ndarray:
+    """e^{−2z} at every pre-activation z (n, P, J), in place by NumPy's SIMD ufuncs, from which the step
+    takes tanh z and sech² z without cancellation (`_readout_and_primes`): about 15 times the rate of
+    Numba's scalar libm calls here (a tanh single spent most of its step in them)."""
+    with np.errstate(over="ignore"):  # e^{−2z} = inf past z ≈ −354: sech² z = 0 and tanh z = −1 there
+        return np.exp(np.multiply(z, -2.0, out=z), out=z)
 
 
 @njit(cache=True, error_model="numpy")
@@ -210,8 +209,8 @@ def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act, 
 @njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
 def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss, table):
     """Fused forward and backward of mean_i loss(s_i f_{m_i}(x_i)) (3.3), tile by tile (E.2); `table`
-    (n, 2, P, J) holds tanh z and sech² z for σ = tanh (`_tabulated`), else it is (n, 2, 0, 0); W's
-    rows have `_row_width`."""
+    (n, P, J) holds e^{−2z} for σ = tanh (`_tabulated`), else it is (n, 0, 0); W's rows have
+    `_row_width`."""
     n, Q, D = noise.shape[0], noise.shape[1], W.shape[2]
     P, M, J, R = index.shape[1] + Q, W.shape[0], W.shape[1], G.shape[1]
     T = tiles.shape[0]
@@ -468,11 +467,10 @@ def structured_step(
         return f, _cubic_gradient(buffers, sums, G, b, readout, signals, offset)
     order, tiles = _tiles(routes, W.shape[0], BLOCK)
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
-    table = np.empty((noise.shape[0], 2, 0, 0), dtype=noise.dtype)
+    table = np.empty((noise.shape[0], 0, 0), dtype=noise.dtype)
     if act == TANH:  # z once, here; the step reads σ and σ' from the table alone
-        shape = (noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1])
-        z, table = _table_buffers(shape, noise.dtype)
-        _tabulated(_structured_forward(G, b, index, scale, noise, W, order, tiles, LINEAR, z)[1], table)
+        z = _table_buffer((noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1]), noise.dtype)
+        table = _tabulated(_structured_forward(G, b, index, scale, noise, W, order, tiles, LINEAR, z)[1])
     f, buffers, A, B = _structured_step(
         G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss, table
     )
