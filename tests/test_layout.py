@@ -60,3 +60,34 @@ def test_no_module_imports_another_for_its_side_effects():
     """A bare `import x  # noqa: F401` is how side-effect registration used to look."""
     for path in [*(ROOT / "lab").rglob("*.py"), *(ROOT / "checks").rglob("*.py")]:
         assert "noqa: F401" not in path.read_text(), path
+
+
+# Test files named after a behaviour that spans modules rather than after one module; the committed
+# records of past mutation runs (results/mutation/) name them, so they keep their names.
+MIRROR_EXCEPTIONS = {
+    "tests/chen2022/test_arithmetic.py": "structured against dense and float32 against float64 training",
+    "tests/chen2022/test_arithmetic_floor.py": "the timing record's FLOP floor against the shapes built",
+    "tests/core/test_findings_files.py": "every findings TOML of the lab against the committed records",
+    "tests/core/test_invalid_inputs.py": "bad input to every public science function, on both backends",
+    "tests/kernels/test_backend.py": "lab.kernels' __init__: the two backends' namespaces",
+    "tests/kernels/test_kernels.py": "the routed kernels against their NumPy twins",
+    "tests/makkuva2020/test_makkuva_fit.py": "lab.makkuva2020.fit",
+    "tests/makkuva2020/test_makkuva_losses.py": "lab.makkuva2020.losses",
+    "tests/makkuva2020/test_makkuva_model.py": "lab.makkuva2020.gated_regression",
+    "tests/sweeps/test_store_state.py": "the run store (lab.core.store) as sweep status reads it",
+}
+MIRRORED = ("chen2022", "core", "kernels", "makkuva2020", "shazeer2017", "sweeps")
+
+
+def _module_of(test: Path) -> Path | None:
+    """lab/<package>/<module>.py for tests/<package>/test_<module>[_<aspect>].py, or None."""
+    package, words = test.parent.relative_to(ROOT / "tests"), test.stem.removeprefix("test_").split("_")
+    found = [ROOT / "lab" / package / f"{'_'.join(words[:n])}.py" for n in range(len(words), 0, -1)]
+    return next((path for path in found if path.exists()), None)
+
+
+def test_tests_mirror_the_source():
+    """lab/<package>/<module>.py is tested in tests/<package>/test_<module>[_<aspect>].py (CONTRIBUTING)."""
+    tests = [t for p in MIRRORED for t in sorted((ROOT / "tests" / p).rglob("test_*.py"))]
+    unmatched = {t.relative_to(ROOT).as_posix() for t in tests if _module_of(t) is None}
+    assert unmatched == set(MIRROR_EXCEPTIONS)
