@@ -22,7 +22,7 @@ from lab.chen2022 import replicate as chen
 from lab.chen2022.recertify import CHECKED, check, check_sample, recertify
 from lab.chen2022.runs import ARITHMETIC, VARIANTS, expand, run_one
 from lab.chen2022.tables import TARGET_HELP, TARGETS
-from lab.chen2022.timing import Stopwatch, write_timing
+from lab.chen2022.timing import Stopwatch, by_model, write_timing
 from lab.core.errors import InputError
 from lab.core.registry import Replication, RunStore, TrainingRuns
 
@@ -42,8 +42,16 @@ def target_runs(names: list[str], args: argparse.Namespace) -> list[dict]:
 
 
 def train_runs(configs: list[dict], args: argparse.Namespace, prepare: Prepare) -> None:
-    """Train the runs of `configs` that --out does not hold (`lab.chen2022.replicate.train`)."""
-    chen.train(configs, args.out, args.jobs, args.keep_stale, args.quiet, prepare)
+    """Train the runs of `configs` that --out does not hold (`lab.chen2022.replicate.train`); under
+    `--timing`, one model at a time with the machine's peak rate calibrated before and after each."""
+    stopwatch = _TIMED.get(args.out) if args.timing else None
+    if stopwatch is None:
+        chen.train(configs, args.out, args.jobs, args.keep_stale, args.quiet, prepare)
+        return
+    for model, group in by_model(configs):
+        stopwatch.calibrate(model, args.dtype, "before")
+        chen.train(group, args.out, args.jobs, args.keep_stale, args.quiet, prepare)
+        stopwatch.calibrate(model, args.dtype, "after")
 
 
 def recertify_runs(configs: list[dict], args: argparse.Namespace, prepare: Prepare) -> int:
@@ -90,8 +98,11 @@ def check_runs(names: list[str], args: argparse.Namespace, prepare: Prepare) -> 
 
 def start_timing(out: str) -> Callable[[str, argparse.Namespace, list[dict]], None]:
     """Start the `--timing` record of an invocation (`lab.chen2022.timing`): `write(path, args, configs)`."""
-    stopwatch = Stopwatch.start(out)
+    stopwatch = _TIMED[out] = Stopwatch.start(out)
     return lambda path, args, configs: write_timing(path, stopwatch, args, configs)
+
+
+_TIMED: dict[str, Stopwatch] = {}  # the invocation's `--timing` stopwatch by --out (`train_runs` calibrates)
 
 
 RUNS = RunStore(target_runs, train_runs, recertify_runs, check_runs, start_timing)

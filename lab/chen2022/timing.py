@@ -15,6 +15,11 @@ on one patch (`plan.LinearExperts`). A multiply-add counts as two.
 
 The clocks are the lab's (`lab.core.timing.Stopwatch`); the run store and the model code are imported in
 the functions that read them, after the clocks have started.
+
+A record calibrates itself: `replicate --timing` trains one model's runs at a time and measures this
+machine's peak multiply-add rate on one core before and after each (`Stopwatch.calibrate`, the best of
+`CALIBRATION_ROUNDS` rounds of `lab.kernels.bench.peak`), so each model's "× the arithmetic floor" is a
+ratio within one run and one machine (`calibration`; per model its `peak_gflops`, the better of the two).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import argparse
 import datetime
 import os
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lab.core.io import write_json_atomic
@@ -31,6 +36,7 @@ from lab.core.schema import COUNT, INT, LIST, POSITIVE, TEXT, Each
 from lab.core.timing import Stopwatch as Clock
 
 TIMING_FORMAT = "moe-lab replicate timing 2"
+CALIBRATION_ROUNDS = 7  # timed rounds of the peak chains per calibration; the best counts
 # what a record keeps of each trained run: its configuration (`runs.expand`, with the MoE
 # options of `tables.MOE_DEFAULTS`), steps and seconds
 RUN_FIELDS = (
@@ -87,6 +93,15 @@ class Stopwatch:
 
     clock: Clock
     stored: frozenset[tuple[int, int, int]]
+    calibration: list[dict[str, Any]] = field(default_factory=list)
+
+    def calibrate(self, model: str, dtype: str, when: str) -> None:
+        """This machine's peak multiply-add rate on one core now, in GFLOP/s, for `model` (`when`: before
+        or after its runs)."""
+        from lab.kernels.bench.peak import peak_rate
+
+        rate = peak_rate(dtype, CALIBRATION_ROUNDS) / 1e9
+        self.calibration.append({"model": model, "when": when, "dtype": dtype, "gflops": rate})
 
     @classmethod
     def start(cls, out: str) -> Stopwatch:
@@ -131,7 +146,8 @@ class Stopwatch:
             "code": run_code(),
             "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "runs": runs,
-            "models": model_totals(runs),
+            "models": model_totals(runs, self.calibration),
+            "calibration": self.calibration,
         }
 
 
@@ -164,17 +180,30 @@ def run_flops(run: dict) -> float:
     return step_flops(run, TIER_SIZES[run["tier"]][0]) * run["steps"]
 
 
-def _model(run: dict[str, Any]) -> str:
+def model_name(run: dict[str, Any]) -> str:
+    """The model a run trains, with its size: what a record totals and calibrates by."""
     if run["model"].startswith("single"):
         return f"{run['model']}, {run['filters']} filters"
+    from lab.chen2022.tables import MOE_DEFAULTS
+
+    run = MOE_DEFAULTS | run
     return f"{run['model']}, M = {run['M']}, J = {run['J']}"
 
 
-def model_totals(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per model (sorted by its name and size): its runs, their own seconds and their FLOP."""
+def by_model(configs: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The run configs grouped by `model_name`, sorted by it."""
     groups: dict[str, list[dict]] = defaultdict(list)
-    for run in runs:
-        groups[_model(run)].append(run)
+    for config in configs:
+        groups[model_name(config)].append(config)
+    return sorted(groups.items())
+
+
+def model_totals(runs: list[dict[str, Any]], calibration: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Per model (sorted by its name and size): its runs, their own seconds and their FLOP, and the best
+    peak rate calibrated around its runs (`peak_gflops`, when the record calibrated)."""
+    peaks: dict[str, float] = {}
+    for c in calibration:
+        peaks[c["model"]] = max(peaks.get(c["model"], 0.0), c["gflops"])
     return [
         {
             "model": m,
@@ -182,7 +211,8 @@ def model_totals(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "seconds": sum(r["seconds"] for r in rs),
             "flops": sum(map(run_flops, rs)),
         }
-        for m, rs in sorted(groups.items())
+        | ({"peak_gflops": peaks[m]} if m in peaks else {})
+        for m, rs in by_model(runs)
     ]
 
 

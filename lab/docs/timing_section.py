@@ -22,12 +22,26 @@ def _rate(results: Results, dtype: str) -> float | None:
     return None
 
 
+def _model_rate(results: Results, record: dict[str, Any], model: dict[str, Any]) -> float | None:
+    """A model's peak rate in FLOP/s per thread: calibrated around its runs in the record itself when it
+    was (`peak_gflops`), else the bench summary's (another run, maybe another machine)."""
+    if model.get("peak_gflops"):
+        return model["peak_gflops"] * 1e9
+    return _rate(results, record["dtype"])
+
+
+def calibrated(record: dict[str, Any]) -> bool:
+    """Whether every model of a record carries its own peak rate (a self-calibrated record)."""
+    return bool(record["models"]) and all(m.get("peak_gflops") for m in record["models"])
+
+
 def floor_minutes(results: Results, record: dict[str, Any]) -> float | None:
-    """The arithmetic floor of a timing record in minutes (None without a runs or a bench rate)."""
-    rate = _rate(results, record["dtype"])
-    if rate is None or not record["runs"]:
+    """The arithmetic floor of a timing record in minutes (None without runs or a peak rate)."""
+    rates = [_model_rate(results, record, m) for m in record["models"]]
+    if not record["runs"] or any(rate is None for rate in rates):
         return None
-    return sum(m["flops"] for m in record["models"]) / (rate * record["cores"]) / 60
+    seconds = sum(m["flops"] / rate for m, rate in zip(record["models"], rates, strict=True))
+    return seconds / record["cores"] / 60
 
 
 def target_status(record: dict[str, Any]) -> str:
@@ -45,10 +59,10 @@ def target_status(record: dict[str, Any]) -> str:
 def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model of one record: its stored totals, their rate per thread and, with a peak rate, that rate's
     fraction and their seconds beyond their own floor ÷ the jobs (minutes)."""
-    rate = _rate(results, record["dtype"])
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     found = []
     for m in record["models"]:
+        rate = _model_rate(results, record, m)
         per_thread = m["flops"] / m["seconds"] / threads
         above = (m["seconds"] - m["flops"] / (rate * threads)) / record["jobs"] / 60 if rate else None
         fraction = per_thread / rate if rate else None

@@ -41,7 +41,13 @@ def test_a_timed_replicate_records_its_time_and_the_runs_it_trained(short_runs, 
     assert first["run_files_at_start"] == 0 and len(first["runs"]) == len(configs)
     assert sorted(r["model"] for r in first["runs"]) == sorted(c["model"] for c in configs)
     assert all(r["steps"] == 12 and r["seconds"] > 0 for r in first["runs"])
-    assert first["models"] == model_totals(first["runs"])
+    assert first["models"] == model_totals(first["runs"], first["calibration"])
+    models = sorted({m["model"] for m in first["models"]})  # each calibrated before and after its runs
+    assert [(c["model"], c["when"]) for c in first["calibration"]] == [
+        (m, when) for m in models for when in ("before", "after")
+    ]
+    assert all(c["gflops"] > 0 for c in first["calibration"])
+    assert all(m["peak_gflops"] > 0 for m in first["models"])
     assert first["wall_seconds"] > 0 and first["cpu_seconds"] > 0 and first["code"] == R.run_code()
     assert first["command"].startswith("python -m lab replicate table1 --seeds 1 --seed 0 --settings 1 ")
     assert _replicate(out, timing) == 0  # again: every run reused, and the record says so
@@ -98,7 +104,7 @@ def test_a_timing_record_without_its_models_totals_is_named(tmp_path):
 )
 def test_a_committed_records_model_totals_are_the_writers_over_its_runs(path):
     record = load_timing(path)
-    assert rounded(record["models"]) == rounded(model_totals(record["runs"]))
+    assert rounded(record["models"]) == rounded(model_totals(record["runs"], record.get("calibration", [])))
 
 
 def _record(**fields) -> dict:
@@ -137,6 +143,16 @@ def test_the_floor_is_the_trained_runs_flop_at_the_peak_rate_of_every_core():
     assert floor_minutes(_results(record32), record32) == pytest.approx(expected / 3)
 
 
+def test_a_calibrated_record_takes_its_own_peak_rate_per_model_not_the_bench_summarys():
+    runs = _runs()
+    calibration = [{"model": m["model"], "when": "after", "dtype": "float64", "gflops": 25.0} for m in
+                   model_totals(runs)]  # fmt: skip
+    record = _record(models=model_totals(runs, calibration), calibration=calibration)
+    expected = sum(map(run_flops, runs)) / (25e9 * 2) / 60
+    assert floor_minutes(_results(record), record) == pytest.approx(expected)  # not the summary's 50
+    assert floor_minutes(_results(record, peak=None), record) == pytest.approx(expected)
+
+
 def test_no_floor_without_trained_runs_or_a_peak_rate():
     assert floor_minutes(_results(_record(runs=[])), _record(runs=[])) is None
     assert floor_minutes(_results(_record(), peak=None), _record()) is None
@@ -162,7 +178,8 @@ def test_the_split_gives_each_models_rate_and_its_minutes_above_the_floor():
     flops = run_flops(_runs()[1])  # one run of 60 s on threads ÷ jobs = 1 thread
     rate = flops / 60
     above = (60 - flops / 50e9) / 2 / 60  # beyond its floor at the peak rate, ÷ the 2 jobs
-    cells = ["1", "60", f"{flops / 1e12:.3g}", f"{rate / 1e9:.3g}", pct(rate / 50e9, 0), f"{above:.1f}"]
+    rate_cells = [f"{rate / 1e9:.3g}", "bench summary", pct(rate / 50e9, 0)]  # uncalibrated: the summary's
+    cells = ["1", "60", f"{flops / 1e12:.3g}", *rate_cells, f"{above:.1f}"]
     assert rows[1].endswith(" | ".join(cells) + " |")
 
 
