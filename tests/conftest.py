@@ -78,7 +78,7 @@ def install_plugin(tmp_path, monkeypatch):
 
     for name, empty in (("_ORIGINS", {}), ("_OWNERS", {}), ("_CONFLICTS", []), ("_LOADED", set())):
         monkeypatch.setattr(registry, name, empty)
-    monkeypatch.setattr(registry, "_REGISTRY", {k: {} for k in registry.KINDS})
+    monkeypatch.setattr(registry, "_REGISTRY", {k: {} for k in registry.DECLARATION_KINDS})
     monkeypatch.syspath_prepend(str(tmp_path))
 
     def install(package: str, source: str) -> str:

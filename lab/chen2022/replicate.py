@@ -39,7 +39,7 @@ from lab.chen2022.replicate_report import (
 )
 from lab.chen2022.runs import (
     TIER_SIZES,
-    VARIANTS,
+    VARIANT_NAMES,
     expand,
     run_code,
     run_key,
@@ -117,7 +117,7 @@ def held(configs: list[dict], out: str | Path, keep_stale: bool = False) -> dict
     return found
 
 
-def train(
+def train_missing(
     configs: list[dict],
     out: str | Path,
     jobs: int = 1,
@@ -277,7 +277,7 @@ def replicate(target: str, args) -> tuple[list[dict], list[dict]]:
     """Expand the target, train the runs `--out` does not hold (`train`), read them all; returns
     (configs, records)."""
     configs = target_configs(target, args)
-    found = train(configs, args.out, getattr(args, "jobs", 1), args.keep_stale, args.quiet)
+    found = train_missing(configs, args.out, getattr(args, "jobs", 1), args.keep_stale, args.quiet)
     return configs, [found[run_key(config)] for config in configs]
 
 
@@ -350,7 +350,7 @@ def write_cells_figure(target: str, folder: Path) -> Path | None:
     variants in `folder` (float64, structured arithmetic: `TARGET.json`, `TARGET_reference-code.json`)
     alone; None when it holds neither. Without matplotlib an InputError names the extra."""
     summaries = {}
-    for variant in VARIANTS:
+    for variant in VARIANT_NAMES:
         path = folder / f"{report_stem(target, variant)}.json"
         if path.is_file():
             payload = json.loads(path.read_text())

@@ -34,7 +34,7 @@ import numpy as np
 from scipy import stats
 
 from lab.chen2022.replicate_report import PAIR_LEVEL, accuracy_by_seed, cell_statistics, paired_difference
-from lab.chen2022.runs import ARITHMETIC, VARIANTS
+from lab.chen2022.runs import ARITHMETIC, VARIANT_NAMES
 from lab.chen2022.tables import TARGETS
 from lab.core.stats import clopper_pearson
 
@@ -125,7 +125,7 @@ def precision(summaries: dict[str, dict]) -> list[dict]:
     """Per target, variant and arithmetic with both full-tier precisions, `precision_pair` (each float32
     summary paired only with the float64 summary of its own variant and arithmetic)."""
     pairs = []
-    for target, variant, arithmetic in itertools.product(TARGETS, VARIANTS, ARITHMETIC):
+    for target, variant, arithmetic in itertools.product(TARGETS, VARIANT_NAMES, ARITHMETIC):
         pick = {}
         for name, payload in sorted(summaries.items()):
             found, kind, tier, dtype, how = describe(payload)
@@ -181,7 +181,7 @@ def same_init_levels(summaries: dict[str, dict]) -> dict | None:
     """Per variant with a full-tier Table 10 summary (the first by name), the span of its cell means, the
     cells and the fewest seeds of one; beside the span of the paper's Table 10."""
     levels = []
-    for variant in VARIANTS:
+    for variant in VARIANT_NAMES:
         names = [n for n, p in sorted(summaries.items()) if describe(p)[:3] == ("table10", variant, "full")]
         cells = cell_statistics("table10", summaries[names[0]]["runs"]) if names else []
         if cells:
@@ -255,7 +255,7 @@ def agreement(summaries: dict[str, dict]) -> dict | None:
     """Per variant, the full-tier float64 Table 3 summary's cells (else Table 1's) against the
     paper, by `cell_agreement` (module)."""
     variants = []
-    for variant in VARIANTS:
+    for variant in VARIANT_NAMES:
         for target in ("table3", "table1"):
             names = [
                 n

@@ -2,7 +2,7 @@
 
 The targets (`REPLICATIONS`) share one run store under --out (`RUNS`, a `lab.core.registry.RunStore`):
 before any named target reports, the command expands their runs (`target_runs`, a run shared by targets
-once), trains those --out does not hold (`lab.chen2022.replicate.train`), or re-certifies them
+once), trains those --out does not hold (`lab.chen2022.replicate.train_missing`), or re-certifies them
 (`recertify_runs`) or checks them (`check_runs`, both `lab.chen2022.recertify`), and times the invocation
 (`start_timing`, `lab.chen2022.timing`). `TRAINING` declares the runs that train on the lab's training
 kernels (`lab.core.registry.TrainingRuns`): one of each model the targets and the training checks train
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lab.chen2022 import replicate as chen
 from lab.chen2022.recertify import CHECKED, check, check_sample, recertify
-from lab.chen2022.runs import ARITHMETIC, VARIANTS, expand, run_one
+from lab.chen2022.runs import ARITHMETIC, VARIANT_NAMES, expand, run_one
 from lab.chen2022.tables import TARGET_HELP, TARGETS
 from lab.chen2022.timing import Stopwatch, by_model, write_timing
 from lab.core.errors import InputError
@@ -42,15 +42,15 @@ def target_runs(names: list[str], args: argparse.Namespace) -> list[dict]:
 
 
 def train_runs(configs: list[dict], args: argparse.Namespace, prepare: Prepare) -> None:
-    """Train the runs of `configs` that --out does not hold (`lab.chen2022.replicate.train`); under
+    """Train the runs of `configs` that --out does not hold (`lab.chen2022.replicate.train_missing`); under
     `--timing`, one model at a time with the machine's peak rate calibrated before and after each."""
     stopwatch = _TIMED.get(args.out) if args.timing else None
     if stopwatch is None:
-        chen.train(configs, args.out, args.jobs, args.keep_stale, args.quiet, prepare)
+        chen.train_missing(configs, args.out, args.jobs, args.keep_stale, args.quiet, prepare)
         return
     for model, group in by_model(configs):
         stopwatch.calibrate(model, args.dtype, "before")
-        chen.train(group, args.out, args.jobs, args.keep_stale, args.quiet, prepare)
+        chen.train_missing(group, args.out, args.jobs, args.keep_stale, args.quiet, prepare)
         stopwatch.calibrate(model, args.dtype, "after")
 
 
@@ -118,7 +118,7 @@ def every_training_config() -> list[dict]:
     return [
         config
         for target in TARGETS
-        for variant in VARIANTS
+        for variant in VARIANT_NAMES
         for arithmetic in ARITHMETIC
         for config in expand(target, [1, 2, 3, 4], 1, variant=variant, arithmetic=arithmetic)
     ]

@@ -30,7 +30,7 @@ from lab.core.errors import InputError
 from lab.core.provenance import code_fingerprint
 
 TIER_SIZES = {"full": (16_000, 16_000), "quick": (2_000, 2_000)}  # (train, test): App. A.2 / smoke
-VARIANTS = ("paper", "reference-code")
+VARIANT_NAMES = ("paper", "reference-code")
 CURVE_THINNING, CURVE_DECIMALS = 10, 4  # Figs 5–6 curves: every 10th record (100 steps), 4 decimals
 ARITHMETIC = ("structured", "dense")  # the experts' kernels: Def. 3.1's structure, or the dense reference
 
@@ -64,7 +64,7 @@ def expand(
     the sensitivity studies over values the paper does not state (absent, the variant's defaults)."""
     cells = _cells(target)
     for name, value, allowed in (
-        ("variant", variant, VARIANTS),
+        ("variant", variant, VARIANT_NAMES),
         ("tier", tier, tuple(TIER_SIZES)),
         ("dtype", dtype, DTYPES),
         ("arithmetic", arithmetic, ARITHMETIC),

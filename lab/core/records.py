@@ -9,7 +9,7 @@ from typing import Any
 
 from lab.core.schema import NUMBER, OBJECT, TEXT, Is
 
-KINDS = ("premise", "negative-control", "report")
+RECORD_KINDS = ("premise", "negative-control", "report")
 VERDICTS = ("holds", "violated", "not-applicable")
 # what `verify` marks on records it cannot read as their verdict says: a check that raised or returned a
 # malformed record (`error`), a premise whose claim has no negative control (`uncontrolled`)
@@ -20,7 +20,7 @@ KEY = re.compile(r"[a-z0-9][a-z0-9.-]*")
 EXTRA_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RECORD_JSON = {  # the schema of a record as `Record.to_json` writes it
     "claim statement": TEXT,
-    "kind": Is(f"one of {KINDS}", lambda v: v in KINDS),
+    "kind": Is(f"one of {RECORD_KINDS}", lambda v: v in RECORD_KINDS),
     "verdict": Is(f"one of {VERDICTS}", lambda v: v in VERDICTS),
     "outcome": TEXT,
     "params": OBJECT,
@@ -75,8 +75,8 @@ class Record:
     problem: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.kind not in RECORD_KINDS:
+            raise ValueError(f"kind must be one of {RECORD_KINDS}, got {self.kind!r}")
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
         if self.finding is not None and self.kind != "premise":

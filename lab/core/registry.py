@@ -222,7 +222,7 @@ def register_replication(name: str, help: str) -> Callable:
 
 
 # claims, papers and findings: lab.core.descriptions
-KINDS = (
+DECLARATION_KINDS = (
     "check",
     "command",
     "replication",
@@ -259,7 +259,7 @@ class Conflict:
     claims: frozenset[str] | None
 
 
-_REGISTRY: dict[str, dict[str, Declaration]] = {k: {} for k in KINDS}
+_REGISTRY: dict[str, dict[str, Declaration]] = {k: {} for k in DECLARATION_KINDS}
 _ORIGINS: dict[tuple[str, str], Origin] = {}  # (kind, name) -> where it was declared
 _OWNERS: dict[str, Origin] = {}  # claim id -> the origin of its first check
 _CONFLICTS: list[Conflict] = []
@@ -411,7 +411,7 @@ def find(kind: str, name: str) -> Any | None:
 
 
 def declared(kind: str) -> dict[str, Any]:
-    """The registry of one kind (one of `KINDS`), by name; conflicts left out."""
+    """The registry of one kind (one of `DECLARATION_KINDS`), by name; conflicts left out."""
     return dict(load_plugins()[kind])
 
 

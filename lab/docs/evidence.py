@@ -10,7 +10,7 @@ from lab.chen2022.replicate_analysis import replicate_analysis as analysis_of
 from lab.chen2022.tables import TARGETS
 from lab.core.records import shown_slack
 from lab.docs.markdown import fixed, interval, num, table
-from lab.docs.results import Replication, Results
+from lab.docs.results import ReplicationFile, Results
 
 
 def measured(r: dict[str, Any]) -> str:
@@ -51,7 +51,7 @@ def verify_missing(claims: str) -> str:
 # ------------------------------------------------------------------------------------ replications
 
 
-def full_tier(results: Results, target: str, variant: str = "paper") -> Replication | None:
+def full_tier(results: Results, target: str, variant: str = "paper") -> ReplicationFile | None:
     """The committed replication of `target` at the paper's protocol (full tier), if any."""
     found = (r for r in results.replications if (r.target, r.variant, r.tier) == (target, variant, "full"))
     return min(found, key=lambda r: r.name, default=None)

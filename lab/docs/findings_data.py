@@ -26,7 +26,7 @@ from lab.docs.evidence import (
 )
 from lab.docs.markdown import evidence, finding, law, table
 from lab.docs.replications_page import command
-from lab.docs.results import Replication, Results, ResultsError, record_by_key
+from lab.docs.results import ReplicationFile, Results, ResultsError, record_by_key
 from lab.docs.templating import ENVIRONMENT, render
 from lab.docs.timing_section import timing_values
 
@@ -117,7 +117,7 @@ class _Reader:
         self._listed("timing/*.json")
         return timing_values(self.results)
 
-    def replication(self, target: str, variant: str = "paper") -> Replication | None:
+    def replication(self, target: str, variant: str = "paper") -> ReplicationFile | None:
         self._listed(f"replicate/{target}")
         return full_tier(self.results, target, variant)
 

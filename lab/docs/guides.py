@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.core import registry
-from lab.core.records import KINDS, PROBLEMS, VERDICTS, Record
+from lab.core.records import PROBLEMS, RECORD_KINDS, VERDICTS, Record
 from lab.docs.catalogue import Catalogue, catalogues
 from lab.docs.markdown import table
 from lab.docs.results import Results, ResultsError
@@ -21,7 +21,7 @@ def example_records() -> list[Record]:
     """A record of every kind, verdict and known-finding mark, then one per problem `verify` marks: the
     rows of the outcome table, each with the outcome and exit status `Record` gives it."""
     records = []
-    for kind in KINDS:
+    for kind in RECORD_KINDS:
         rule = {"rule": "report"} if kind == "report" else {"rule": "judged", "reason": "an example"}
         for finding in (None, "known") if kind == "premise" else (None,):
             for verdict in ("not-applicable",) if kind == "report" else VERDICTS:

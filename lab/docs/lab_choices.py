@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.chen2022.data import setting
-from lab.chen2022.runs import TIER_SIZES, VARIANTS, expand, moe_run_config, single_run_config
+from lab.chen2022.runs import TIER_SIZES, VARIANT_NAMES, expand, moe_run_config, single_run_config
 from lab.chen2022.tables import TARGETS
 
 SOURCES = ("paper", "lab", "authors' code")
@@ -35,7 +35,7 @@ def declared(target: str) -> list[Choice]:
     value read from the runs' resolved configurations (one seed) per variant."""
     models = {cell.model.split(" ")[0] for cell in TARGETS[target]}
     settings = [s for c in TARGETS[target] for s in c.paper]
-    runs = {v: expand(target, settings, 1, variant=v) for v in VARIANTS}
+    runs = {v: expand(target, settings, 1, variant=v) for v in VARIANT_NAMES}
     found = []
     for model, read in (("moe", moe_run_config), ("single", single_run_config)):
         if model not in models:
@@ -47,11 +47,11 @@ def declared(target: str) -> list[Choice]:
             found.append(_choice(field, values, entry))
     train, test = TIER_SIZES["full"]
     for field, value in (("n_train", train), ("n_test", test)):
-        found.append(_choice(field, dict.fromkeys(VARIANTS, str(value)), CHOICES["data"][field]))
+        found.append(_choice(field, dict.fromkeys(VARIANT_NAMES, str(value)), CHOICES["data"][field]))
     if any(3 in cell.paper for cell in TARGETS[target]):
         law = setting(3)
         text = f"α ~ U({law.alpha.low:g}, {law.alpha.high:g}), γ ~ U({law.gamma.low:g}, {law.gamma.high:g})"
-        found.append(_choice("setting 3", dict.fromkeys(VARIANTS, text), CHOICES["data"]["setting_3"]))
+        found.append(_choice("setting 3", dict.fromkeys(VARIANT_NAMES, text), CHOICES["data"]["setting_3"]))
     return found
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from lab.chen2022.replicate_report import format_cells
-from lab.chen2022.runs import VARIANTS
+from lab.chen2022.runs import VARIANT_NAMES
 from lab.chen2022.tables import TARGET_HELP, TARGETS, Cell
 from lab.docs.evidence import replicate_analysis
 from lab.docs.lab_choices import declared
-from lab.docs.results import Replication, Results
+from lab.docs.results import ReplicationFile, Results
 from lab.docs.templating import render
 from lab.makkuva2020 import fig1_experiment as fig1
 
@@ -27,7 +27,7 @@ def command(target: str, variant: str = "paper") -> str:
     return f"python -m lab replicate {target} --seeds {seeds}{extra} --out results/replicate"
 
 
-def chen_file(rep: Replication) -> dict[str, Any]:
+def chen_file(rep: ReplicationFile) -> dict[str, Any]:
     """A Chen et al. file with its seeds and settings, its cells as tables, the runs' own training seconds
     summed (None when none records them) and the wall time of the invocation that last wrote it."""
     runs = rep.payload["runs"]
@@ -43,7 +43,7 @@ def chen_file(rep: Replication) -> dict[str, Any]:
     }
 
 
-def makkuva_file(rep: Replication) -> dict[str, Any]:
+def makkuva_file(rep: ReplicationFile) -> dict[str, Any]:
     """The Fig. 1 file with each method's mean final errors and the configuration values Sec. 4 does not
     state (nested groups spelled `group.name`, the regularisers `reg.mu`, …)."""
     flat = {}
@@ -77,7 +77,7 @@ def replications_page(results: Results) -> str:
         chen_help=TARGET_HELP,
         makkuva_target=MAKKUVA_TARGET,
         methods=fig1.METHODS,
-        variants=VARIANTS,
+        variants=VARIANT_NAMES,
         command=command,
         paper_seeds=PAPER_SEEDS,
         paper_values=f"{Cell.__module__.replace('.', '/')}.py",

@@ -19,7 +19,7 @@ from typing import Any
 from lab.chen2022.proof_chain import PROOF_CHAIN_ANALYSIS, PROOF_CHAIN_REPORT
 from lab.chen2022.replicate_analysis import ANALYSIS_FORMAT, ANALYSIS_NAME, digest
 from lab.chen2022.replicate_report import SUMMARY
-from lab.chen2022.runs import ARITHMETIC, VARIANTS
+from lab.chen2022.runs import ARITHMETIC, VARIANT_NAMES
 from lab.chen2022.tables import TARGETS
 from lab.chen2022.timing import TIMING, TIMING_FORMAT
 from lab.chen2022.training import DTYPES
@@ -35,7 +35,7 @@ VERIFY_COMMAND = "python -m lab verify --seed 0 --json results/verify.json"
 
 
 @dataclass(frozen=True)
-class Replication:
+class ReplicationFile:
     """One replication file: its target, variant, tier and the payload as `replicate` wrote it."""
 
     path: Path
@@ -56,7 +56,7 @@ class Results:
     """Everything the docs read: verify records, replication files, benchmark summaries, mutation score."""
 
     verify: dict[str, Any]
-    replications: list[Replication] = field(default_factory=list)
+    replications: list[ReplicationFile] = field(default_factory=list)
     bench: dict[str, dict[str, Any]] = field(default_factory=dict)  # benchmark summaries by file name
     mutation: tuple[dict[str, Any], list[dict[str, Any]]] | None = None  # the score, its mutants
     proof_chain: dict[str, Any] | None = None
@@ -85,20 +85,20 @@ def record_by_key(results: Results, claim: str, key: str, page: str = "") -> dic
     return found[0]
 
 
-def load_replication(path: Path) -> Replication:
+def load_replication(path: Path) -> ReplicationFile:
     """One `replicate --json` file: Makkuva et al.'s Fig. 1, or a Chen et al. table target the lab has."""
     data = read_json(path)
     if isinstance(data, dict) and data.get("target") == "makkuva-fig1":
         check(path, data, fig1.REPLICATION)
-        return Replication(path, data["target"], "paper", data["tier"], data)
+        return ReplicationFile(path, data["target"], "paper", data["tier"], data)
     if not (isinstance(data, dict) and isinstance(config := data.get("config"), dict) and "target" in config):
         raise ResultsError(f"{path}: not a replication file (no target named in it)")
     check(path, data, SUMMARY)
     arithmetic = {k: config[k] for k in ("dtype", "arithmetic") if k in config}  # else the defaults
-    rep = Replication(path, config["target"], config["variant"], config["tier"], data, **arithmetic)
+    rep = ReplicationFile(path, config["target"], config["variant"], config["tier"], data, **arithmetic)
     for what, value, allowed in (
         ("replication target", rep.target, TARGETS),
-        ("variant", rep.variant, VARIANTS),
+        ("variant", rep.variant, VARIANT_NAMES),
         ("dtype", rep.dtype, DTYPES),
         ("arithmetic", rep.arithmetic, ARITHMETIC),
     ):

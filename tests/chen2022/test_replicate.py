@@ -311,9 +311,9 @@ def test_asking_what_is_held_reads_only_and_train_prepares_what_it_trains(tiny, 
     assert R.held(configs, tmp_path) == {}
     assert capsys.readouterr().err == "" and list(tmp_path.iterdir()) == []
     asked = []
-    records = R.train(configs, tmp_path, prepare=asked.append)
+    records = R.train_missing(configs, tmp_path, prepare=asked.append)
     assert asked == [configs] and sorted(records) == sorted(R.run_key(c) for c in configs)
-    assert R.train(configs, tmp_path, prepare=asked.append) == records and asked[1] == []
+    assert R.train_missing(configs, tmp_path, prepare=asked.append) == records and asked[1] == []
 
 
 def test_without_matplotlib_reports_are_written_and_figures_skipped(
@@ -474,7 +474,7 @@ def test_the_baseline_child_runs_the_checkout_it_is_given(tmp_path):
 def test_without_dask_jobs_train_in_this_process(tiny, tmp_path, monkeypatch):
     monkeypatch.setattr(R, "dask_available", lambda quiet=False: False)
     configs = R.expand("table1", [1], 1, 0, "paper", "quick")
-    assert len(R.train(configs, tmp_path, jobs=2)) == len(configs)
+    assert len(R.train_missing(configs, tmp_path, jobs=2)) == len(configs)
     assert {row.worker.split(":")[1] for row in R.stored_rows(configs, tmp_path).values()} == {
         str(os.getpid())
     }

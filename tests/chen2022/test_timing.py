@@ -15,7 +15,7 @@ from lab.cli.main import main
 from lab.core.keys import task_key
 from lab.docs.findings_data import registered, render_finding
 from lab.docs.markdown import pct
-from lab.docs.results import Replication, Results, ResultsError, load_timing
+from lab.docs.results import ReplicationFile, Results, ResultsError, load_timing
 from lab.docs.templating import render
 from lab.docs.timing_section import floor_minutes, model_times, same_code, timing_values
 from tests.rounding import rounded
@@ -199,7 +199,7 @@ def test_a_record_says_whether_the_table_runs_share_its_code():
         payload = {"runs": [{"code": code} for code in codes]}
         return dataclasses.replace(
             _results(_record()),
-            replications=[Replication(Path("t1.json"), "table1", "paper", "full", payload)],
+            replications=[ReplicationFile(Path("t1.json"), "table1", "paper", "full", payload)],
         )
 
     assert same_code(results("abc", "abc"), _record()) is True

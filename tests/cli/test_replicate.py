@@ -30,8 +30,8 @@ def test_runs_trained_in_parallel_equal_runs_trained_in_turn_bit_for_bit(
     configs = next(iter(stores)).configs(["table1"], args)
     assert [c["model"] for c in configs] == [c["model"] for c in R.expand("table1", [1], 1, tier="quick")]
     parallel, in_turn = tmp_path / "parallel", tmp_path / "in-turn"
-    records = R.train(configs, parallel, jobs=2)
-    assert R.train(configs, in_turn, jobs=1).keys() == records.keys()
+    records = R.train_missing(configs, parallel, jobs=2)
+    assert R.train_missing(configs, in_turn, jobs=1).keys() == records.keys()
     ours, theirs = R.stored_rows(configs, parallel), R.stored_rows(configs, in_turn)
     assert sorted(ours) == sorted(theirs) == sorted(R.run_key(c) for c in configs)
     for key, row in ours.items():
@@ -40,7 +40,7 @@ def test_runs_trained_in_parallel_equal_runs_trained_in_turn_bit_for_bit(
             k: v for k, v in theirs[key].result.items() if k != "seconds"
         }
     monkeypatch.setattr(R, "task_runner", lambda: lambda *a, **k: pytest.fail("trained"))
-    assert R.train(configs, parallel, jobs=2) == records  # resumed: nothing left to train
+    assert R.train_missing(configs, parallel, jobs=2) == records  # resumed: nothing left to train
 
 
 def test_an_out_holding_only_the_summaries_trains_nothing(short_runs, replicate_args, tmp_path, monkeypatch):
@@ -68,7 +68,7 @@ def test_jobs_must_be_a_positive_integer(capsys, tmp_path):
     assert main(["replicate", "table1", "--jobs", "0"]) == 2
     assert "--jobs" in capsys.readouterr().err
     with pytest.raises(ValueError, match="jobs"):
-        R.train([], tmp_path, jobs=0)
+        R.train_missing([], tmp_path, jobs=0)
 
 
 def test_a_baseline_goes_with_recertify_and_must_be_a_checkout(capsys, tmp_path):

@@ -98,7 +98,7 @@ def test_find_searches_each_plugin_packages_light_module_before_loading_any_scie
     loaded whole."""
     for name, empty in (("_ORIGINS", {}), ("_OWNERS", {}), ("_CONFLICTS", []), ("_LOADED", set())):
         monkeypatch.setattr(registry, name, empty)
-    monkeypatch.setattr(registry, "_REGISTRY", {k: {} for k in registry.KINDS})
+    monkeypatch.setattr(registry, "_REGISTRY", {k: {} for k in registry.DECLARATION_KINDS})
     found = registry.find("task", "routing-tightness")
     assert found.run.__module__ == f"lab.chen2022.{registry.LIGHT_MODULE}"
     assert {name for _, name in registry._LOADED if "." not in name} == set(registry.LIGHT_PLUGINS)
