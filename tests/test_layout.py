@@ -1,6 +1,9 @@
 """The architecture's rules: `lab` never imports `checks`; registries are filled only from entry points."""
 
 import ast
+import importlib
+import pkgutil
+import re
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -91,3 +94,24 @@ def test_tests_mirror_the_source():
     tests = [t for p in MIRRORED for t in sorted((ROOT / "tests" / p).rglob("test_*.py"))]
     unmatched = {t.relative_to(ROOT).as_posix() for t in tests if _module_of(t) is None}
     assert unmatched == set(MIRROR_EXCEPTIONS)
+
+
+FACED = ("core", "kernels.bench", "chen2022", "makkuva2020", "shazeer2017", "sweeps", "docs", "cli")
+
+
+@pytest.mark.parametrize("package", FACED)
+def test_a_packages_public_face_lists_its_public_modules(package):
+    """Each package's `__all__` is its public modules (no leading underscore), kept in step with the tree."""
+    module = importlib.import_module(f"lab.{package}")
+    public = sorted(m.name for m in pkgutil.iter_modules(module.__path__) if not m.name.startswith("_"))
+    assert module.__all__ == public
+
+
+def test_every_lab_name_the_docs_use_is_on_its_packages_face():
+    """A dotted `lab.<package>.<name>` in docs/ names a module (or, for lab.kernels, a name) in `__all__`."""
+    text = "\n".join(p.read_text() for p in sorted((ROOT / "docs").rglob("*.md")))
+    named = set(re.findall(r"`(lab\.[a-z0-9_]+\.[a-z0-9_]+)", text))
+    faces = {p: importlib.import_module(f"lab.{p}").__all__ for p in (*FACED, "kernels")}
+    faces["kernels"] = [*faces["kernels"], "bench", *importlib.import_module("lab.kernels").KERNEL_MODULES]
+    outside = sorted(n for n in named if n.split(".")[2] not in faces.get(n.split(".")[1], [n.split(".")[2]]))
+    assert named and outside == []

@@ -22,6 +22,8 @@ from __future__ import annotations
 import importlib
 from types import SimpleNamespace
 
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "KERNEL_MODULES", "backend"]  # the modules: KERNEL_MODULES
+
 BACKENDS = ("numba", "numpy")
 DEFAULT_BACKEND = "numba"
 # each X.py has its twin X_numpy.py, with the same __all__
