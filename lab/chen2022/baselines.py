@@ -43,29 +43,30 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SingleConfig:
-    """A single CNN and its Adam run; the output/loss/input options mirror `TrainConfig`'s."""
+    """A single CNN and its Adam run; the output/loss/input options mirror `TrainConfig`'s, and so do
+    their defaults, declared there once (J, steps and init_bound are a single CNN's own)."""
 
     J: int = 128
-    activation: str = "cubic"
+    activation: str = TrainConfig.activation
     lr: float = 0.01
     weight_decay: float = 5e-4
     betas: tuple[float, float] = (0.9, 0.999)
     adam_eps: float = 1e-8
     steps: int = 800
-    init: str = "gaussian"
-    sigma0: float = TrainConfig.sigma0  # declared once, by Algorithm 1's config
+    init: str = TrainConfig.init
+    sigma0: float = TrainConfig.sigma0
     init_bound: float = 1.0 / math.sqrt(50.0)
-    bias: bool = False
-    input_scale: float = 1.0
-    readout: str = "sum"
-    loss: str = "logistic"
+    bias: bool = TrainConfig.bias
+    input_scale: float = TrainConfig.input_scale
+    readout: str = TrainConfig.readout
+    loss: str = TrainConfig.loss
     stopping: str = "none"  # one of STOPPING
-    stop_rise: float = 0.02
+    stop_rise: float = TrainConfig.stop_rise
     stop_start: int = 500  # "after-warmup": the first step at which the rule is tested
-    record_every: int = 10
-    backend: str = "numba"
-    structured: bool = False  # the experts' arithmetic: `TrainConfig.structured` and `TrainConfig.dtype`
-    dtype: str = "float64"
+    record_every: int = TrainConfig.record_every
+    backend: str = TrainConfig.backend
+    structured: bool = TrainConfig.structured  # the experts' arithmetic, as `TrainConfig`'s
+    dtype: str = TrainConfig.dtype
 
     def __post_init__(self) -> None:
         for name in ("lr", "adam_eps"):
