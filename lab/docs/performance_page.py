@@ -7,6 +7,7 @@ from __future__ import annotations
 from lab.docs.results import Results
 from lab.docs.templating import render
 from lab.docs.timing_section import timing_values
+from lab.kernels.bench import history as bench_history
 from lab.kernels.bench.targets import BENCH_TARGETS
 from lab.kernels.compile_profile import COMMANDS
 
@@ -28,6 +29,10 @@ def performance_page(results: Results) -> str:
         kernels=kernel_names(),
         targets=BENCH_TARGETS,
         compile_profile=results.compile_profile,
+        history=results.bench_history,
+        history_regressions=bench_history.regressions(results.bench_history) if results.bench_history else [],
+        history_noise=bench_history.largest_move(results.bench_history) if results.bench_history else None,
+        history_threshold=bench_history.THRESHOLD,
         compile_commands=COMMANDS,
         **timing_values(results),
     )

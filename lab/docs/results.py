@@ -26,6 +26,7 @@ from lab.chen2022.training import DTYPES
 from lab.core.compare import COMPARISON_FILE, COMPARISON_FORMAT
 from lab.core.schema import INT, NUMBER, OBJECT, TEXT, Each, Is, ResultsError, check, load, read_json
 from lab.core.verify_file import read_verify_file
+from lab.kernels.bench.history import HISTORY_NAME, load_history
 from lab.kernels.bench.report import BENCH_SUMMARY, SUMMARY_FORMAT
 from lab.kernels.compile_profile import COMPILE_PROFILE, PROFILE_FORMAT, PROFILE_NAME
 from lab.makkuva2020 import fig1_experiment as fig1
@@ -65,6 +66,7 @@ class Results:
     analysis: dict[str, Any] | None = None  # the replicate analysis beside the Chen et al. files, if any
     compile_profile: dict[str, Any] | None = None  # bench/compile_profile.json (`python -m lab kernels`)
     comparisons: dict[str, dict[str, Any]] = field(default_factory=dict)  # reproducing/*.json, by name
+    bench_history: dict[str, Any] | None = None  # bench/history.json (`python -m lab bench-history`)
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -209,7 +211,11 @@ def load_results(folder: str | Path) -> Results:
     replications = [load_replication(p) for p in found]
     chen = [r.path for r in replications if r.target in TARGETS]
     analysis = load_analysis(root / "replicate" / ANALYSIS_NAME, chen)
-    bench = {p.name: load_bench(p) for p in sorted((root / "bench").glob("*.json")) if p.name != PROFILE_NAME}
+    others = (PROFILE_NAME, HISTORY_NAME)
+    bench = {p.name: load_bench(p) for p in sorted((root / "bench").glob("*.json")) if p.name not in others}
+    history = (
+        load_history(root / "bench" / HISTORY_NAME) if (root / "bench" / HISTORY_NAME).exists() else None
+    )
     compiled = load_compile_profile(root / "bench" / PROFILE_NAME)
     proof_chain = load_proof_chain(root / "proof_chain" / "proof_chain.json")
     timing = [(p.name, load_timing(p)) for p in sorted((root / "timing").glob("*.json"))]
@@ -217,5 +223,15 @@ def load_results(folder: str | Path) -> Results:
     mutation = load_mutation(root / "mutation")
     comparisons = {p.stem: load_comparison(p) for p in sorted((root / "reproducing").glob("*.json"))}
     return Results(
-        verify, replications, bench, mutation, proof_chain, timing, sweeps, analysis, compiled, comparisons
+        verify,
+        replications,
+        bench,
+        mutation,
+        proof_chain,
+        timing,
+        sweeps,
+        analysis,
+        compiled,
+        comparisons,
+        history,
     )

@@ -23,6 +23,7 @@ from lab.core.schema import COUNT, TEXT, Each, Is, ResultsError, load
 from lab.kernels.bench.report import load_run
 
 HISTORY_FORMAT = "moe-lab bench history 1"
+HISTORY_NAME = "history.json"  # its name in results/bench/, beside the benchmark summaries
 THRESHOLD = 0.2  # the relative move of a unit, from the previous commit that measured it, that is reported
 HIGHER, LOWER = "higher", "lower"  # which way a unit is better
 
@@ -227,3 +228,15 @@ def draw_figure(
     fig.tight_layout()
     plots.save_figure(fig, path)
     return path
+
+
+def largest_move(data: dict[str, Any]) -> float | None:
+    """The largest relative move of any unit between two consecutive commits that measured it: the
+    history's own noise floor when the kernels did not change between them."""
+    moves = [
+        abs(new / old - 1.0)
+        for series in data["series"]
+        for old, new in itertools.pairwise(v for v in series["values"] if v is not None)
+        if old
+    ]
+    return max(moves, default=None)
