@@ -47,7 +47,7 @@ def test_figure_only_redraws_from_the_committed_summaries_and_rewrites_none(tmp_
     for stem in ("table11", "table11_reference-code"):
         shutil.copy(RESULTS / f"{stem}.json", tmp_path)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    monkeypatch.setattr(R, "train", lambda *a, **k: pytest.fail("--figure-only trains nothing"))
+    monkeypatch.setattr(R, "train_missing", lambda *a, **k: pytest.fail("--figure-only trains nothing"))
     assert main(["replicate", "table11", "--figure-only", "--out", str(tmp_path)]) == 0
     assert capsys.readouterr().out == f"wrote {tmp_path / 'table11.png'}\n"
     assert (tmp_path / "table11.png").read_bytes().startswith(b"\x89PNG")

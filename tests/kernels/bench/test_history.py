@@ -136,3 +136,9 @@ def test_a_long_subject_is_cut_in_the_report_and_kept_in_the_file(tmp_path):
     data = _history(tmp_path, [0.5, 0.48, 0.288], [0.25, 0.26, 0.27])
     data["commits"][2]["subject"] = "x" * 100
     assert h.report(data, h.regressions(data))[0].endswith(f"at ccccccc {'x' * 71}…")
+
+
+def test_the_largest_move_skips_unmeasured_commits_and_reads_both_ways():
+    data = {"series": [{"values": [1.0, None, 1.5, 1.2]}, {"values": [2.0, 1.0, None, None]}]}
+    assert h.largest_move(data) == pytest.approx(0.5)  # 1.0 → 1.5 over the gap; 2.0 → 1.0 is −50 %
+    assert h.largest_move({"series": [{"values": [None, 3.0]}]}) is None
