@@ -47,11 +47,6 @@ def _short(configs: list[dict]) -> list[tuple[TrainingRuns, dict]]:
     return [(runs, short) for runs in _training() for short in runs.short(configs)]
 
 
-def _distinct(configs: list[dict]) -> list[dict]:
-    """The short runs a child process runs for `configs` (`_short`)."""
-    return [short for _, short in _short(configs)]
-
-
 def _where(func: Callable) -> str:
     """`module:name` of a function, which the child imports alone."""
     return f"{func.__module__}:{func.__qualname__}"
