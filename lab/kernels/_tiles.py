@@ -266,7 +266,6 @@ def _tile_gradient(index, scale, xtile, i0, i1, i2, i3, gtile, grad, A, B):
                 B[j] += gtile[a, t, j]
 
 
-@njit(cache=True, error_model="numpy")
 def _chunks(n):
     """Reduction chunks for n samples: a function of n only (each chunk holds an (M, J, d) buffer), and
     even from 1,024 samples on, so that two threads get equal shares (15 chunks made one wait)."""

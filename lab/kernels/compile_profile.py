@@ -38,6 +38,7 @@ from lab.core.schema import COUNT, NUMBER, TEXT, Each, Is
 
 PROFILE_FORMAT = "moe-lab compile profile 1"
 PROFILE_NAME = "compile_profile.json"  # its name in results/bench/, beside the benchmark summaries
+BEFORE_NAME = "compile_profile_before.json"  # the profile of the code before a change, kept to compare
 COMMANDS = ("verify", "replicate", "sweep", "tests")  # the order of the totals, the legend and `needs`
 TEXTS = Is("a list of texts", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v))
 ROW = {

@@ -2,7 +2,8 @@
 
 The noise and the chunking are those of `lab.kernels._shared`, so both kernels give the same
 result at any thread count. The names in `__all__` check their arguments with `lab.kernels._checks`
-(the checks of the NumPy twins too) and call the jitted loops `_gate_and_load` and `_membership_counts`;
+(the checks of the NumPy twins too) and run the jitted loops `_gate_and_load_chunks` and
+`_membership_counts_cells` on the lab's threads (`lab.kernels._threads`);
 `lab.shazeer2017.gating` validates the data (finite, real) and dispatches here.
 """
 
@@ -11,10 +12,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from lab.kernels import _checks
 from lab.kernels._shared import CHUNKS, draw, stream_key
+from lab.kernels._threads import over_threads
 
 __all__ = ["noisy_top_k_gate_and_load", "top_k_membership_counts"]
 
@@ -22,13 +24,17 @@ _SQRT_HALF = math.sqrt(0.5)
 
 
 def noisy_top_k_gate_and_load(clean, raw_noise, xi, k):
-    """G = Softmax(KeepTopK(H, k)) and the smooth load P(x, i) for real inputs (see `_gate_and_load`)."""
-    return _gate_and_load(*_checks.noisy_top_k_gate_and_load(clean, raw_noise, xi, k))
+    """G = Softmax(KeepTopK(H, k)) and the smooth load P(x, i) for real inputs (`_gate_and_load_chunks`)."""
+    clean, raw_noise, xi, k = _checks.noisy_top_k_gate_and_load(clean, raw_noise, xi, k)
+    G, P = np.zeros(clean.shape, dtype=clean.dtype), np.ones(clean.shape, dtype=clean.dtype)
+    over_threads(_gate_and_load_chunks, CHUNKS, clean, raw_noise, xi, k, G, P)
+    return G, P
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
-def _gate_and_load(clean, raw_noise, xi, k):
-    """Noisy top-k gate G = Softmax(KeepTopK(H, k)) and smooth load P(x, i) of Shazeer et al. (2017).
+@njit(cache=True, error_model="numpy", nogil=True)
+def _gate_and_load_chunks(lo, hi, clean, raw_noise, xi, k, G, P):
+    """Chunks lo..hi − 1 of the rows: the noisy top-k gate G = Softmax(KeepTopK(H, k)) and the smooth
+    load P(x, i) of Shazeer et al. (2017), into G (zeros) and P (ones).
 
     H = clean + ξ·Softplus(raw_noise); P(x, i) = Φ((clean_i − kth_excluding(H, k, i)) / Softplus(raw_i)).
     Rows are independent (no reduction), so the result does not depend on the thread count. Ties
@@ -37,13 +43,11 @@ def _gate_and_load(clean, raw_noise, xi, k):
     """
     n, M = clean.shape
     kept_len = min(k + 1, M)
-    G = np.zeros((n, M), dtype=clean.dtype)
-    P = np.ones((n, M), dtype=clean.dtype)
-    for c in prange(CHUNKS):
-        H = np.empty(M)
-        scale = np.empty(M)
-        kept = np.empty(M, dtype=np.bool_)
-        top = np.empty(kept_len, dtype=np.int64)
+    H = np.empty(M)
+    scale = np.empty(M)
+    kept = np.empty(M, dtype=np.bool_)
+    top = np.empty(kept_len, dtype=np.int64)
+    for c in range(lo, hi):
         for r in range(c * n // CHUNKS, (c + 1) * n // CHUNKS):
             filled = 0
             for j in range(M):
@@ -77,20 +81,23 @@ def _gate_and_load(clean, raw_noise, xi, k):
                 for j in range(M):
                     threshold = inside if kept[j] else outside
                     P[r, j] = 0.5 * math.erfc(-(clean[r, j] - threshold) / scale[j] * _SQRT_HALF)
-    return G, P
 
 
 def top_k_membership_counts(clean, scale, xi, k, draws, seed, resample_all):
-    """Monte Carlo for C2: counts (n, M) of draws with expert i in the top k (see `_membership_counts`)."""
+    """Monte Carlo for C2: counts (n, M) of draws with expert i in the top k (`_membership_counts_cells`)."""
     clean, scale, xi, k, draws, seed, resample_all = _checks.top_k_membership_counts(
         clean, scale, xi, k, draws, seed, resample_all
     )
-    return _membership_counts(clean, scale, xi, k, draws, _checks.numba_seed(seed), resample_all)
+    counts = np.zeros(clean.shape, dtype=np.int64)
+    args = (clean, scale, xi, k, draws, _checks.numba_seed(seed), resample_all, counts)
+    over_threads(_membership_counts_cells, counts.size, *args)
+    return counts
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
-def _membership_counts(clean, scale, xi, k, draws, seed, resample_all):
-    """Monte Carlo for C2: how often expert i is in the top k of H = clean + scale·ξ, per (row, i).
+@njit(cache=True, error_model="numpy", nogil=True)
+def _membership_counts_cells(lo, hi, clean, scale, xi, k, draws, seed, resample_all, counts):
+    """Monte Carlo for C2, cells p = r·M + i in lo..hi − 1: how often expert i is in the top k of
+    H = clean + scale·ξ in row r, into counts (n, M).
 
     resample_all False: only ξ_i is redrawn (N(0, 1)), every other ξ_j stays at xi[r, j], so
     counts / draws estimates the smooth load P(x, i) of Shazeer et al. resample_all True:
@@ -100,10 +107,9 @@ def _membership_counts(clean, scale, xi, k, draws, seed, resample_all):
     expert j uses noise index ((r·M + i)·draws + t)·M + j; each (r, i) is counted by one
     thread, so counts do not depend on the thread count.
     """
-    n, M = clean.shape
+    M = clean.shape[1]
     key = stream_key(seed)
-    counts = np.zeros((n, M), dtype=np.int64)
-    for p in prange(n * M):
+    for p in range(lo, hi):
         r = p // M
         i = p - r * M
         hits = 0
@@ -123,4 +129,3 @@ def _membership_counts(clean, scale, xi, k, draws, seed, resample_all):
             if rank < k:
                 hits += 1
         counts[r, i] = hits
-    return counts

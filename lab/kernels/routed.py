@@ -2,7 +2,11 @@
 
 Determinism and the counter-based noise are those of `lab.kernels._shared`: reductions over
 samples use a fixed number of chunks, and draw (i, m) of a noise stream does not depend on the
-thread that makes it, so every result here is independent of the thread count.
+thread that makes it, so every result here is independent of the thread count. The loops that take a
+millisecond or more (the forward, the backward, the fused step, every expert on every sample, the
+routing counts) are serial, GIL-free loops over a range of samples or chunks, which
+`lab.kernels._threads.over_threads` runs on the lab's threads (a third of the compile time of
+`parallel=True`); the short ones keep Numba's `parallel=True`.
 
 Activation codes follow `lab.kernels.activations.ACTIVATION_CODES`: 0 cubic, 1 linear, 2 relu,
 3 celu, 4 gelu, 5 tanh. Noise codes follow `NOISE_CODES`: uniform on [a, b), Gaussian with
@@ -11,7 +15,8 @@ mean 0 and standard deviation a, Gumbel with location 0 and scale a.
 The names in `__all__` are Python entry points: each checks its arguments once with
 `lab.kernels._checks` (codes, counts, seeds in [0, 2**64), shapes, routes in [0, M)), the same
 checks its NumPy twin runs, and then calls the jitted loop of the same name with a leading
-underscore. The jitted loops trust their arguments; nothing outside this module calls them.
+underscore (and a `_rows` or `_chunks` suffix where it runs on the lab's threads). The jitted loops
+trust their arguments; nothing outside this module calls them.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from numba import njit, prange
 from lab.kernels import _checks
 from lab.kernels._shared import CHUNKS, NOISE_CODES, _add_four_rows, draw, uint64
 from lab.kernels._shared import stream_key as _stream_key
+from lab.kernels._threads import over_threads
 
 __all__ = [
     "NOISE_CODES",
@@ -91,8 +97,7 @@ def _sech2(z):
     return 4.0 * u / ((1.0 + u) * (1.0 + u))
 
 
-@njit(cache=True, error_model="numpy", inline="always")
-def _reduction_chunks(n):
+def _reduction_chunks(n: int) -> int:
     """Number of sample chunks for a reduction over n samples: a function of n only, never of threads."""
     return max(1, min(CHUNKS, n // 512))
 
@@ -216,60 +221,51 @@ def _add_expert_gradient(x, i, g, grad):
 
 
 @njit(cache=True, error_model="numpy", parallel=True)
-def _sum_buffers(buffers):
-    """Σ_c buffers[c], each entry summed over c in increasing order (parallel over entries)."""
-    chunks = buffers.shape[0]
-    flat = buffers.reshape(chunks, -1)
-    total = np.empty(flat.shape[1], dtype=buffers.dtype)
+def _sum_buffers(flat):
+    """Σ_c flat[c] of (chunks, entries), each entry summed over c in increasing order (parallel over
+    entries; callers pass their buffers flat, so one specialization per dtype serves every shape)."""
+    chunks = flat.shape[0]
+    total = np.empty(flat.shape[1], dtype=flat.dtype)
     for e in prange(flat.shape[1]):
         s = flat[0, e]
         for c in range(1, chunks):
             s += flat[c, e]
         total[e] = s
-    return total.reshape(buffers.shape[1:])
+    return total
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _routed_forward(x, W, routes, act):
-    """Each sample through its routed expert only: f_{m_i}(x_i) (3.1) and pre-activations z (n, P, J)."""
-    n, P = x.shape[0], x.shape[1]
-    z = np.empty((n, P, W.shape[1]), dtype=x.dtype)
-    f = np.empty(n, dtype=x.dtype)
-    for i in prange(n):
+def _summed(buffers: np.ndarray) -> np.ndarray:
+    """Σ_c buffers[c] in chunk order, in the shape of one buffer (`_sum_buffers`)."""
+    return _sum_buffers(buffers.reshape(buffers.shape[0], -1)).reshape(buffers.shape[1:])
+
+
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _routed_forward_rows(lo, hi, x, W, routes, act, f, z):
+    """Samples lo..hi − 1 through their routed experts: f_{m_i}(x_i) (3.1) and z_i (P, J) into f, z."""
+    for i in range(lo, hi):
         f[i] = _expert_on_sample(x, i, W, routes[i], z[i], act)
-    return f, z
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _routed_backward(x, z, routes, coef, M, act):
-    """Σ_{i: m_i = m} coef_i Σ_p σ'(z_{i,p,j}) x_i⁽ᵖ⁾ for each (m, j): the sum in (E.2), shape (M, J, d)."""
-    n, P, d = x.shape
-    J = z.shape[2]
-    chunks = _reduction_chunks(n)
-    buffers = np.zeros((chunks, M, J, d), dtype=x.dtype)
-    for c in prange(chunks):
-        g = np.empty((P, J), dtype=x.dtype)
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _routed_backward_chunks(lo, hi, chunks, x, z, routes, coef, act, buffers):
+    """Chunks lo..hi − 1 of the sum in (E.2): Σ_{i in chunk c, m_i = m} coef_i Σ_p σ'(z_{i,p}) x_i⁽ᵖ⁾ into
+    buffers[c, m] (M, J, d)."""
+    n, P = x.shape[0], x.shape[1]
+    g = np.empty((P, z.shape[2]), dtype=x.dtype)
+    for c in range(lo, hi):
         mine = buffers[c]
         for i in range(c * n // chunks, (c + 1) * n // chunks):
             _slopes(z[i], coef[i], act, g)
             _add_expert_gradient(x, i, g, mine[routes[i]])
-    return _sum_buffers(buffers)
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _routed_step(x, W, routes, margin_scale, act):
-    """Fused forward and backward of the routed loss mean_i ℓ(s_i f_{m_i}(x_i)), ℓ logistic.
-
-    margin_scale s_i = y_i π_{m_i}(x_i). Returns f (n,) and Σ_i ℓ'(s_i f_i) s_i / n ·
-    Σ_p σ'(z) x_i⁽ᵖ⁾ per expert, i.e. ∇_W of (3.3) by (E.2), reading each sample once.
-    """
-    n, P, d = x.shape
-    M, J = W.shape[0], W.shape[1]
-    f = np.empty(n, dtype=x.dtype)
-    chunks = _reduction_chunks(n)
-    buffers = np.zeros((chunks, M, J, d), dtype=x.dtype)
-    for c in prange(chunks):
-        zrow = np.empty((P, J), dtype=x.dtype)
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _routed_step_chunks(lo, hi, chunks, x, W, routes, margin_scale, act, f, buffers):
+    """Chunks lo..hi − 1 of the fused forward and backward of mean_i ℓ(s_i f_{m_i}(x_i)), ℓ logistic:
+    f_i into f, and Σ_i ℓ'(s_i f_i) s_i / n · Σ_p σ'(z) x_i⁽ᵖ⁾ of chunk c into buffers[c, m_i] (E.2)."""
+    n, P = x.shape[0], x.shape[1]
+    zrow = np.empty((P, W.shape[1]), dtype=x.dtype)
+    for c in range(lo, hi):
         mine = buffers[c]
         for i in range(c * n // chunks, (c + 1) * n // chunks):
             m = routes[i]
@@ -277,7 +273,6 @@ def _routed_step(x, W, routes, margin_scale, act):
             margin = margin_scale[i] * f[i]
             _slopes(zrow, _logistic_slope(margin) * margin_scale[i] / n, act, zrow)
             _add_expert_gradient(x, i, zrow, mine[m])
-    return f, _sum_buffers(buffers)
 
 
 @njit(cache=True, error_model="numpy", parallel=True)
@@ -309,17 +304,13 @@ def _normalised_gate(e, routes):
     return g, e
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _dense_forward(x, W, act):
-    """Every expert on every sample, f_m(x_i) (3.1), shape (n, M): for dispatch analysis and baselines."""
-    n, P = x.shape[0], x.shape[1]
-    M, J = W.shape[0], W.shape[1]
-    out = np.empty((n, M), dtype=x.dtype)
-    for i in prange(n):
-        zrow = np.empty((P, J), dtype=x.dtype)
-        for m in range(M):
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _dense_forward_rows(lo, hi, x, W, act, out):
+    """Every expert on samples lo..hi − 1, f_m(x_i) (3.1), into out (n, M)."""
+    zrow = np.empty((x.shape[1], W.shape[1]), dtype=x.dtype)
+    for i in range(lo, hi):
+        for m in range(W.shape[0]):
             out[i, m] = _expert_on_sample(x, i, W, m, zrow, act)
-    return out
 
 
 @njit(cache=True, error_model="numpy", parallel=True)
@@ -340,13 +331,13 @@ def _perturbed_argmax(h, seed, noise_code, a, b):
     return routes
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
-def _routing_counts(h, draws, seed, noise_code, a, b):
-    """How often each expert wins argmax_m {h_m + r_m} over `draws` noise draws for one h (M,)."""
+@njit(cache=True, error_model="numpy", nogil=True)
+def _routing_counts_chunks(lo, hi, h, draws, seed, noise_code, a, b, counts):
+    """Chunks lo..hi − 1 of `CHUNKS`: how often each expert wins argmax_m {h_m + r_m} over chunk c's
+    draws of the noise, into counts[c] (M,)."""
     M = h.shape[0]
     key = _stream_key(seed)
-    counts = np.zeros((CHUNKS, M), dtype=np.int64)
-    for c in prange(CHUNKS):
+    for c in range(lo, hi):
         for t in range(c * draws // CHUNKS, (c + 1) * draws // CHUNKS):
             best = -np.inf
             arg = 0
@@ -356,7 +347,6 @@ def _routing_counts(h, draws, seed, noise_code, a, b):
                     best = v
                     arg = m
             counts[c, arg] += 1
-    return counts.sum(axis=0)
 
 
 # ------------------------------------------------------------------ checked entry points (see `_checks`)
@@ -375,17 +365,30 @@ def noise(key, index, code, a, b):
 
 def routed_forward(x, W, routes, act):
     """Each sample through its routed expert only: f_{m_i}(x_i) (3.1) and pre-activations z (n, P, J)."""
-    return _routed_forward(*_checks.routed_forward(x, W, routes, act))
+    x, W, routes, act = _checks.routed_forward(x, W, routes, act)
+    n, P = x.shape[0], x.shape[1]
+    f, z = np.empty(n, dtype=x.dtype), np.empty((n, P, W.shape[1]), dtype=x.dtype)
+    over_threads(_routed_forward_rows, n, x, W, routes, act, f, z)
+    return f, z
 
 
 def routed_backward(x, z, routes, coef, M, act):
     """Σ_{i: m_i = m} coef_i Σ_p σ'(z_{i,p,j}) x_i⁽ᵖ⁾ for each (m, j): the sum in (E.2), shape (M, J, d)."""
-    return _routed_backward(*_checks.routed_backward(x, z, routes, coef, M, act))
+    x, z, routes, coef, M, act = _checks.routed_backward(x, z, routes, coef, M, act)
+    chunks = _reduction_chunks(x.shape[0])
+    buffers = np.zeros((chunks, M, z.shape[2], x.shape[2]), dtype=x.dtype)
+    over_threads(_routed_backward_chunks, chunks, chunks, x, z, routes, coef, act, buffers)
+    return _summed(buffers)
 
 
 def routed_step(x, W, routes, margin_scale, act):
     """f (n,) and ∇_W of (3.3) by (E.2) for the logistic loss, in one pass (see `_routed_step`)."""
-    return _routed_step(*_checks.routed_step(x, W, routes, margin_scale, act))
+    x, W, routes, margin_scale, act = _checks.routed_step(x, W, routes, margin_scale, act)
+    chunks = _reduction_chunks(x.shape[0])
+    f = np.empty(x.shape[0], dtype=x.dtype)
+    buffers = np.zeros((chunks, *W.shape[:2], x.shape[2]), dtype=x.dtype)
+    over_threads(_routed_step_chunks, chunks, chunks, x, W, routes, margin_scale, act, f, buffers)
+    return f, _summed(buffers)
 
 
 def softmax_gate(h, routes):
@@ -400,7 +403,10 @@ def softmax_gate(h, routes):
 
 def dense_forward(x, W, act):
     """Every expert on every sample, f_m(x_i) (3.1), shape (n, M)."""
-    return _dense_forward(*_checks.dense_forward(x, W, act))
+    x, W, act = _checks.dense_forward(x, W, act)
+    out = np.empty((x.shape[0], W.shape[0]), dtype=x.dtype)
+    over_threads(_dense_forward_rows, x.shape[0], x, W, act, out)
+    return out
 
 
 def perturbed_argmax(h, seed, noise_code, a, b):
@@ -412,4 +418,6 @@ def perturbed_argmax(h, seed, noise_code, a, b):
 def routing_counts(h, draws, seed, noise_code, a, b):
     """How often each expert wins argmax_m {h_m + r_m} over `draws` noise draws for one h (M,)."""
     h, draws, seed, noise_code, a, b = _checks.routing_counts(h, draws, seed, noise_code, a, b)
-    return _routing_counts(h, draws, _checks.numba_seed(seed), noise_code, a, b)
+    counts = np.zeros((CHUNKS, h.shape[0]), dtype=np.int64)
+    over_threads(_routing_counts_chunks, CHUNKS, h, draws, _checks.numba_seed(seed), noise_code, a, b, counts)
+    return counts.sum(axis=0)

@@ -121,4 +121,4 @@ def _gradient(s, dh):
                 for k in range(d):
                     vstore(b, k * Mp + v, vfma(vload(b, k * Mp + v), s[i, k], g0))
                 i += 1
-    return _sum_buffers(buffers)
+    return _sum_buffers(buffers.reshape(CHUNKS, -1)).reshape(d, Mp)

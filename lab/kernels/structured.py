@@ -22,7 +22,10 @@ Each chunk of the cubic step sorts its own blocks of samples (`_block_tiles`), z
 buffers, and its epilogue is one jitted pass (`_cubic_gradient`): the serial NumPy glue around the
 kernel had cost about 90 µs a call. The other activations keep the dot-product tiles.
 
-Determinism is that of `lab.kernels.routed`: the tiles are fixed by the routes, reductions use a
+Each kernel here is a serial, GIL-free loop over a range of chunks (or of samples) that
+`lab.kernels._threads.over_threads` runs on the lab's threads; its Python entry point allocates the
+outputs and the chunks' buffers. Determinism is that of `lab.kernels.routed`: the tiles are fixed by
+the routes, reductions use a
 number of chunks that depends on n only (the cubic step's chunks hold whole blocks of samples), each
 chunk reduced into its own buffers, and the buffers are added in chunk order. z (n, S + Q, J) lists
 the signal patches first, then the noise patches.
@@ -37,14 +40,14 @@ and takes tanh z and sech² z = 4u/(1 + u)², u = e^{−2|z|}, from it, neither 
 which cancels to 0 where tanh z rounds to ±1.
 For the cubic σ the signal patches need no per-filter work at all: Σ_j a_j (s G_{r,j} + b_j)³ is a
 cubic in s with coefficients per (expert, signal), and their terms of (E.2) follow from four sums
-Σ coef·s^k per (expert, signal) (`_structured_step_cubic`, `cubic_signal_sums`).
+Σ coef·s^k per (expert, signal) (`_structured_step_cubic_chunks`, `cubic_signal_sums`).
 The jitted loops inline `_sigma`, `_sigma_prime`, `_sigma_and_prime`, `_slopes` and
 `_expert_on_sample` of `lab.kernels.routed` and call the tile helpers of `lab.kernels._tiles`;
 Numba's cache does not follow those imports, so after editing them delete
 `lab/kernels/__pycache__/*.nb*`. The dot-product tile helpers are plain calls: Numba's inlining of
 them doubled the compile time (about 2 min per dtype on the loaded 2-core machine). The cubic step's
 helpers are inlined (`inline="always"`) and take flat views made once per call: as plain calls from
-a parallel loop they stayed calls, each passing about 26 words of array structs and making new
+the chunk loop they stayed calls, each passing about 26 words of array structs and making new
 views (reference counts) per tile, and at the MoE's 16 filters that was a quarter of the step.
 """
 
@@ -54,11 +57,12 @@ import math
 import threading
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from lab.kernels import _checks
 from lab.kernels._checks import MARGIN_LOSS_CODES
 from lab.kernels._simd import lanes
+from lab.kernels._threads import over_threads
 from lab.kernels._tiles import (
     BLOCK,
     TILE,
@@ -153,17 +157,15 @@ def _margin_slope(margin, loss):
     return _logistic_slope(math.tanh(0.5 * margin)) * 0.5 * _sech2(0.5 * margin)
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _structured_forward(G, b, index, scale, noise, W, order, tiles, act, z):
-    """Each sample through its routed expert: f_{m_i}(x_i) (3.1), and z (n, S + Q, J) filled, tile by tile;
-    W's rows have `_row_width`."""
-    n, Q, P, J = noise.shape[0], noise.shape[1], index.shape[1] + noise.shape[1], W.shape[1]
-    f = np.empty(n, dtype=noise.dtype)
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _structured_forward_chunks(lo, hi, chunks, G, b, index, scale, noise, W, order, tiles, act, f, z):
+    """Chunks lo..hi − 1 of the tiles, each sample through its routed expert: f_{m_i}(x_i) (3.1) into f
+    and z (n, S + Q, J) filled, tile by tile; W's rows have `_row_width`."""
+    Q, P, J = noise.shape[1], index.shape[1] + noise.shape[1], W.shape[1]
     T = tiles.shape[0]
-    chunks = _chunks(n)
-    for c in prange(chunks):
-        ztile = np.empty((TILE, P, J), dtype=noise.dtype)
-        xtile = np.zeros((TILE, Q, W.shape[2]), dtype=noise.dtype)
+    ztile = np.empty((TILE, P, J), dtype=noise.dtype)
+    xtile = np.zeros((TILE, Q, W.shape[2]), dtype=noise.dtype)
+    for c in range(lo, hi):
         for t in range(c * T // chunks, (c + 1) * T // chunks):
             m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
             _tile_noise(noise, i0, i1, i2, i3, xtile)
@@ -176,23 +178,20 @@ def _structured_forward(G, b, index, scale, noise, W, order, tiles, act, z):
                         z[i, p, j] = ztile[a, p, j]
                         total += _sigma(ztile[a, p, j], act)
                 f[i] = total
-    return f, z
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act, width):
-    """Per chunk: the noise patches' sum in (E.2) (M, J, width) in rows of `_row_width` and the signal
-    scalars A (M, R, J), B (M, J)."""
-    n, Q = noise.shape[0], noise.shape[1]
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _structured_backward_chunks(
+    lo, hi, chunks, index, scale, noise, z, order, tiles, coef, act, buffers, A, B
+):
+    """Chunks lo..hi − 1: chunk c's noise patches' sum in (E.2) into buffers[c] (M, J, width), in rows of
+    `_row_width`, and its signal scalars into A[c] (M, R, J), B[c] (M, J)."""
+    Q, width = noise.shape[1], buffers.shape[3]
     P, J = z.shape[1], z.shape[2]
     T = tiles.shape[0]
-    chunks = _chunks(n)
-    buffers = np.zeros((chunks, M, J, width), dtype=noise.dtype)
-    A = np.zeros((chunks, M, R, J), dtype=noise.dtype)
-    B = np.zeros((chunks, M, J), dtype=noise.dtype)
-    for c in prange(chunks):
-        gtile = np.zeros((TILE, P, J), dtype=noise.dtype)
-        xtile = np.zeros((TILE, Q, width), dtype=noise.dtype)
+    gtile = np.zeros((TILE, P, J), dtype=noise.dtype)
+    xtile = np.zeros((TILE, Q, width), dtype=noise.dtype)
+    for c in range(lo, hi):
         for t in range(c * T // chunks, (c + 1) * T // chunks):
             m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
             _tile_noise(noise, i0, i1, i2, i3, xtile)
@@ -203,25 +202,40 @@ def _structured_backward(R, index, scale, noise, z, order, tiles, coef, M, act, 
                 else:
                     gtile[a] = 0.0  # a repeated sample: computed, never counted
             _tile_gradient(index, scale, xtile, i0, i1, i2, i3, gtile, buffers[c, m], A[c, m], B[c, m])
-    return buffers, A, B
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss, table):
-    """Fused forward and backward of mean_i loss(s_i f_{m_i}(x_i)) (3.3), tile by tile (E.2); `table`
-    (n, P, J) holds e^{−2z} for σ = tanh (`_tabulated`), else it is (n, 0, 0); W's rows have
-    `_row_width`."""
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _structured_step_chunks(
+    lo,
+    hi,
+    chunks,
+    G,
+    b,
+    index,
+    scale,
+    noise,
+    W,
+    readout,
+    order,
+    tiles,
+    margin_scale,
+    act,
+    loss,
+    table,
+    f,
+    buffers,
+    A,
+    B,
+):
+    """Chunks lo..hi − 1 of the fused forward and backward of mean_i loss(s_i f_{m_i}(x_i)) (3.3), tile by
+    tile (E.2): f_i into f, chunk c's sums into buffers[c], A[c], B[c]; `table` (n, P, J) holds e^{−2z}
+    for σ = tanh (`_tabulated`), else it is (n, 0, 0); W's rows have `_row_width`."""
     n, Q, D = noise.shape[0], noise.shape[1], W.shape[2]
-    P, M, J, R = index.shape[1] + Q, W.shape[0], W.shape[1], G.shape[1]
+    P, J = index.shape[1] + Q, W.shape[1]
     T = tiles.shape[0]
-    f = np.empty(n, dtype=noise.dtype)
-    chunks = _chunks(n)
-    buffers = np.zeros((chunks, M, J, D), dtype=noise.dtype)
-    A = np.zeros((chunks, M, R, J), dtype=noise.dtype)
-    B = np.zeros((chunks, M, J), dtype=noise.dtype)
-    for c in prange(chunks):
-        ztile = np.empty((TILE, P, J), dtype=noise.dtype)
-        xtile = np.zeros((TILE, Q, D), dtype=noise.dtype)
+    ztile = np.empty((TILE, P, J), dtype=noise.dtype)
+    xtile = np.zeros((TILE, Q, D), dtype=noise.dtype)
+    for c in range(lo, hi):
         for t in range(c * T // chunks, (c + 1) * T // chunks):
             m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
             _tile_noise(noise, i0, i1, i2, i3, xtile)
@@ -239,7 +253,6 @@ def _structured_step(G, b, index, scale, noise, W, readout, order, tiles, margin
                 else:
                     ztile[a] = 0.0  # a repeated sample: computed, never counted
             _tile_gradient(index, scale, xtile, i0, i1, i2, i3, ztile, buffers[c, m], A[c, m], B[c, m])
-    return f, buffers, A, B
 
 
 @njit(cache=True, error_model="numpy")
@@ -292,31 +305,29 @@ def _cubic_gradient(buffers, sums, G, b, readout, signals, offset):
     return grad
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _structured_step_cubic(C, index, scale, noise, Wt, readout, routes, margin_scale, loss):
-    """`_structured_step` for σ(z) = z³ with the signal patches in closed form: patch (s, r) adds
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _structured_step_cubic_chunks(
+    lo, hi, chunks, C, index, scale, noise, Wt, readout, routes, margin_scale, loss, f, buffers, sums
+):
+    """`_structured_step_chunks` for σ(z) = z³ with the signal patches in closed form: patch (s, r) adds
     ((C₃s + 3C₂)s + 3C₁)s + C₀ to f (C = `cubic_signal_sums`), and coef·s^k to the sums S_k, k ≤ 3,
     of its (expert, signal), from which `_cubic_gradient` gives the signal part of (E.2). The noise
     patches' products run with filters last (`_by_filters`): Wt (M, d, Jp) and the (M, d, Jp) sums."""
     n, Q, D = noise.shape[0], noise.shape[1], noise.shape[2]
-    S, M, Jp, R = index.shape[1], Wt.shape[0], Wt.shape[2], C.shape[1]
+    S, M, Jp = index.shape[1], Wt.shape[0], Wt.shape[2]
     J, L = readout.shape[0], lanes(Wt)
     Jc = -(-J // L) * L
     P, blocks = S + Q, -(-n // BLOCK)
-    f = np.empty(n, dtype=noise.dtype)
-    chunks = _chunks(n)
-    buffers = np.empty((chunks, M, D, Jp), dtype=noise.dtype)  # each chunk zeroes its own: np.zeros
-    sums = np.empty((chunks, M, R, 4), dtype=noise.dtype)  # would be a parallel loop of its own
     zero, three = noise.dtype.type(0), noise.dtype.type(3)
     w, sum_rows = Wt.reshape(-1), buffers.reshape(-1)  # flat views made once, not per tile
-    for c in prange(chunks):
-        buffers[c] = zero
+    ztile = np.zeros((TILE, P, Jp), dtype=noise.dtype)
+    xtile = np.zeros((TILE, Q, D), dtype=noise.dtype)
+    z = ztile.reshape(-1)
+    order, bounds = np.empty(BLOCK, dtype=np.int64), np.empty(M + 1, dtype=np.int64)
+    tiles = np.empty((BLOCK // TILE + M, 3), dtype=np.int64)
+    for c in range(lo, hi):
+        buffers[c] = zero  # each chunk zeroes its own buffers, on its own thread
         sums[c] = zero
-        ztile = np.zeros((TILE, P, Jp), dtype=noise.dtype)
-        xtile = np.zeros((TILE, Q, D), dtype=noise.dtype)
-        z = ztile.reshape(-1)
-        order, bounds = np.empty(BLOCK, dtype=np.int64), np.empty(M + 1, dtype=np.int64)
-        tiles = np.empty((BLOCK // TILE + M, 3), dtype=np.int64)
         for block in range(c * blocks // chunks, (c + 1) * blocks // chunks):
             lo, hi = block * BLOCK, min(n, (block + 1) * BLOCK)
             for t in range(_block_tiles(routes, lo, hi, order, bounds, tiles)):
@@ -351,17 +362,15 @@ def _structured_step_cubic(C, index, scale, noise, Wt, readout, routes, margin_s
                     else:
                         ztile[a] = 0.0  # a repeated sample: computed, never counted
                 _tile_noise_gradient_by_filters(xtile, z, Jp, Jc, sum_rows, (c * M + m) * D * Jp, S)
-    return f, buffers, sums
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _structured_dense_forward(G, b, index, scale, noise, W, act):
-    """Every expert on every sample, f_m(x_i) (3.1), shape (n, M), from the structure."""
-    n, M, J = noise.shape[0], W.shape[0], W.shape[1]
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _structured_dense_forward_rows(lo, hi, G, b, index, scale, noise, W, act, out):
+    """Every expert on samples lo..hi − 1, f_m(x_i) (3.1), into out (n, M), from the structure."""
+    M, J = W.shape[0], W.shape[1]
     S = index.shape[1]
-    out = np.empty((n, M), dtype=noise.dtype)
-    for i in prange(n):
-        zrow = np.empty((S + noise.shape[1], J), dtype=noise.dtype)
+    zrow = np.empty((S + noise.shape[1], J), dtype=noise.dtype)
+    for i in range(lo, hi):
         for m in range(M):
             total = _expert_on_sample(noise, i, W, m, zrow[S:], act)
             _signal_z(G, b, index, scale, i, m, zrow)
@@ -369,7 +378,6 @@ def _structured_dense_forward(G, b, index, scale, noise, W, act):
                 for j in range(J):
                     total += _sigma(zrow[t, j], act)
             out[i, m] = total
-    return out
 
 
 # ------------------------------------------------------------------ checked entry points (see `_checks`)
@@ -428,7 +436,16 @@ def structured_forward(signals, offset, signal_index, signal_scale, noise, W, ro
     )
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
     z = np.empty((noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1]), dtype=noise.dtype)
-    return _structured_forward(G, b, index, scale, noise, W, *_tiles(routes, W.shape[0], BLOCK), act, z)
+    return _forward(G, b, index, scale, noise, W, *_tiles(routes, W.shape[0], BLOCK), act, z)
+
+
+def _forward(G, b, index, scale, noise, W, order, tiles, act, z):
+    """f (n,) and z filled by `_structured_forward_chunks` over the chunks of n (`_chunks`)."""
+    chunks, f = _chunks(noise.shape[0]), np.empty(noise.shape[0], dtype=noise.dtype)
+    over_threads(
+        _structured_forward_chunks, chunks, chunks, G, b, index, scale, noise, W, order, tiles, act, f, z
+    )
+    return f, z
 
 
 def structured_backward(signals, offset, signal_index, signal_scale, noise, z, routes, coef, M, act):
@@ -439,9 +456,25 @@ def structured_backward(signals, offset, signal_index, signal_scale, noise, z, r
     scale, coef = (np.ascontiguousarray(a, dtype=noise.dtype) for a in (scale, coef))
     index = np.ascontiguousarray(index, dtype=np.int64)
     order, tiles = _tiles(routes, M, BLOCK)
-    width = _row_width(noise.shape[2], noise.dtype)
-    buffers, A, B = _structured_backward(
-        signals.shape[0], index, scale, noise, z, order, tiles, coef, M, act, width
+    chunks, width = _chunks(noise.shape[0]), _row_width(noise.shape[2], noise.dtype)
+    J, dtype = z.shape[2], noise.dtype
+    buffers = np.zeros((chunks, M, J, width), dtype=dtype)
+    A, B = np.zeros((chunks, M, signals.shape[0], J), dtype=dtype), np.zeros((chunks, M, J), dtype=dtype)
+    over_threads(
+        _structured_backward_chunks,
+        chunks,
+        chunks,
+        index,
+        scale,
+        noise,
+        z,
+        order,
+        tiles,
+        coef,
+        act,
+        buffers,
+        A,
+        B,
     )
     return _in_order(buffers, signals, offset, A, B)
 
@@ -459,10 +492,15 @@ def structured_step(
     readout = np.array(readout, dtype=noise.dtype)  # a writeable copy: a read-only one compiles anew
     if act == CUBIC:  # each chunk of the cubic step sorts its own blocks of samples
         G, b, index, scale, W = _signal_parts(signals, offset, index, scale, W, noise.dtype)
-        C = cubic_signal_sums(G, b, readout)
-        f, buffers, sums = _structured_step_cubic(
-            C, index, scale, noise, _filters_last(W), readout, routes, margin_scale, loss
-        )
+        C, Wt, (n, _, d) = cubic_signal_sums(G, b, readout), _filters_last(W), noise.shape
+        chunks = _chunks(n)
+        f = np.empty(n, dtype=noise.dtype)
+        buffers = np.empty(
+            (chunks, W.shape[0], d, Wt.shape[2]), dtype=noise.dtype
+        )  # each chunk zeroes its own
+        sums = np.empty((chunks, W.shape[0], G.shape[1], 4), dtype=noise.dtype)
+        step = (C, index, scale, noise, Wt, readout, routes, margin_scale, loss, f, buffers, sums)
+        over_threads(_structured_step_cubic_chunks, chunks, chunks, *step)
         signals, offset = (np.ascontiguousarray(a, dtype=noise.dtype) for a in (signals, offset))
         return f, _cubic_gradient(buffers, sums, G, b, readout, signals, offset)
     order, tiles = _tiles(routes, W.shape[0], BLOCK)
@@ -470,10 +508,35 @@ def structured_step(
     table = np.empty((noise.shape[0], 0, 0), dtype=noise.dtype)
     if act == TANH:  # z once, here; the step reads σ and σ' from the table alone
         z = _table_buffer((noise.shape[0], index.shape[1] + noise.shape[1], W.shape[1]), noise.dtype)
-        table = _tabulated(_structured_forward(G, b, index, scale, noise, W, order, tiles, LINEAR, z)[1])
-    f, buffers, A, B = _structured_step(
-        G, b, index, scale, noise, W, readout, order, tiles, margin_scale, act, loss, table
+        table = _tabulated(_forward(G, b, index, scale, noise, W, order, tiles, LINEAR, z)[1])
+    (M, J, D), n = W.shape, noise.shape[0]  # D: the padded `_row_width`
+    chunks = _chunks(n)
+    f = np.empty(n, dtype=noise.dtype)
+    buffers = np.zeros((chunks, M, J, D), dtype=noise.dtype)
+    A, B = (
+        np.zeros((chunks, M, G.shape[1], J), dtype=noise.dtype),
+        np.zeros((chunks, M, J), dtype=noise.dtype),
     )
+    step = (
+        G,
+        b,
+        index,
+        scale,
+        noise,
+        W,
+        readout,
+        order,
+        tiles,
+        margin_scale,
+        act,
+        loss,
+        table,
+        f,
+        buffers,
+        A,
+        B,
+    )
+    over_threads(_structured_step_chunks, chunks, chunks, *step)
     return f, _in_order(buffers, signals, offset, A, B)
 
 
@@ -483,4 +546,6 @@ def structured_dense_forward(signals, offset, signal_index, signal_scale, noise,
         signals, offset, signal_index, signal_scale, noise, W, act
     )
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
-    return _structured_dense_forward(G, b, index, scale, noise, W, act)
+    out = np.empty((noise.shape[0], W.shape[0]), dtype=noise.dtype)
+    over_threads(_structured_dense_forward_rows, noise.shape[0], G, b, index, scale, noise, W, act, out)
+    return out

@@ -2,6 +2,7 @@
 
 import importlib
 import inspect
+import re
 
 import pytest
 
@@ -73,3 +74,15 @@ def test_every_prange_loop_is_compiled_parallel(module):
     looping = {n: f for n, f in kernels.items() if "prange(" in inspect.getsource(f.py_func)}
     for name, kernel in looping.items():
         assert kernel.targetoptions.get("parallel") is True, f"{module}.{name}: prange, yet serial"
+
+
+@pytest.mark.parametrize("module", kernels.KERNEL_MODULES)
+def test_every_kernel_run_on_the_labs_threads_releases_the_gil(module):
+    """A kernel that `over_threads` runs without nogil=True holds the GIL: its ranges run one after the
+    other, every result the same, only the cores lost. Pinned here, as the prange loops are above."""
+    mod = importlib.import_module(f"lab.kernels.{module}")
+    driven = set(re.findall(r"over_threads\(\s*(\w+)", inspect.getsource(mod)))
+    for name in driven:
+        kernel = getattr(mod, name)
+        assert kernel.targetoptions.get("nogil") is True, f"{module}.{name}: on threads, yet holds the GIL"
+        assert "prange(" not in inspect.getsource(kernel.py_func), f"{module}.{name}: prange on threads"

@@ -1,0 +1,65 @@
+"""The lab's long kernels on Python threads: `over_threads(kernel, count, *args)` runs the jitted,
+GIL-free `kernel(lo, hi, *args)` on contiguous ranges of [0, count), one range per thread.
+
+Why not Numba's `parallel=True`: a kernel compiled with it costs about 2.7 times the compile CPU of the
+same loop compiled serially (Numba's parallel-loop lowering and the outlined, re-optimised loop body;
+`python -m lab kernels --compile-profile` measures it), and every fresh environment pays that. A
+serial loop over a range, with `nogil=True`, compiles once and runs on as many threads as the caller
+gives it here. The kernels that take under a millisecond (the router's products, the gate, the noise)
+keep Numba's threads: waking a Python thread costs 10–50 µs, a tenth of such a call.
+
+The thread count is `numba.get_num_threads()` of the calling thread, so `numba.set_num_threads` (a
+sweep's task, a test) and `NUMBA_NUM_THREADS` govern these kernels as they govern Numba's. The ranges
+cut [0, count) as Numba's static schedule does, and every kernel run here writes each index's result
+to its own place (a row, or a chunk's buffer added later in chunk order), so no result depends on the
+thread count. The pool is made on first use and forgotten in a forked child, whose copy has no threads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+
+__all__ = ["over_threads"]
+
+_POOL: list[ThreadPoolExecutor] = []  # at most one, sized for NUMBA_NUM_THREADS − 1 helpers
+_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's helper threads, made on first use."""
+    with _LOCK:
+        if not _POOL:
+            helpers = max(1, numba.config.NUMBA_NUM_THREADS - 1)
+            _POOL.append(ThreadPoolExecutor(helpers, thread_name_prefix="lab-kernel"))
+        return _POOL[0]
+
+
+def _forget_pool() -> None:
+    _POOL.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def over_threads(kernel: Callable, count: int, *args) -> None:
+    """kernel(lo, hi, *args) over [0, count) cut into `numba.get_num_threads()` contiguous ranges (fewer
+    if count is smaller), the first on the calling thread; returns when all are done, raising the first
+    error."""
+    threads = min(numba.get_num_threads(), count)
+    if threads <= 1:
+        kernel(0, count, *args)
+        return
+    cuts = [count * t // threads for t in range(threads + 1)]
+    futures = [_pool().submit(kernel, cuts[t], cuts[t + 1], *args) for t in range(1, threads)]
+    try:
+        kernel(cuts[0], cuts[1], *args)
+    finally:
+        errors = [future.exception() for future in futures]  # waits for every range
+    for error in errors:
+        if error is not None:
+            raise error
