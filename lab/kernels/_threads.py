@@ -12,12 +12,14 @@ The thread count is `numba.get_num_threads()` of the calling thread, so `numba.s
 sweep's task, a test) and `NUMBA_NUM_THREADS` govern these kernels as they govern Numba's. The ranges
 cut [0, count) as Numba's static schedule does, and every kernel run here writes each index's result
 to its own place (a row, or a chunk's buffer added later in chunk order), so no result depends on the
-thread count. The pool is made on first use and forgotten in a forked child, whose copy has no threads.
+thread count. The pool is made on first use and forgotten in a forked child, whose copy has no threads;
+its threads block SIGINT and SIGTERM, which the main thread takes, as in a process without them.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,8 +37,16 @@ def _pool() -> ThreadPoolExecutor:
     with _LOCK:
         if not _POOL:
             helpers = max(1, numba.config.NUMBA_NUM_THREADS - 1)
-            _POOL.append(ThreadPoolExecutor(helpers, thread_name_prefix="lab-kernel"))
+            pool = ThreadPoolExecutor(helpers, thread_name_prefix="lab-kernel", initializer=_no_interrupts)
+            _POOL.append(pool)
         return _POOL[0]
+
+
+def _no_interrupts() -> None:
+    """A helper thread blocks SIGINT and SIGTERM, so the process's signals reach the main thread as they
+    did before any helper existed (Ctrl-C there raises KeyboardInterrupt once its kernel range returns)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 def _forget_pool() -> None:

@@ -22,13 +22,11 @@ Each chunk of the cubic step sorts its own blocks of samples (`_block_tiles`), z
 buffers, and its epilogue is one jitted pass (`_cubic_gradient`): the serial NumPy glue around the
 kernel had cost about 90 µs a call. The other activations keep the dot-product tiles.
 
-Each kernel here is a serial, GIL-free loop over a range of chunks (or of samples) that
-`lab.kernels._threads.over_threads` runs on the lab's threads; its Python entry point allocates the
-outputs and the chunks' buffers. Determinism is that of `lab.kernels.routed`: the tiles are fixed by
-the routes, reductions use a
-number of chunks that depends on n only (the cubic step's chunks hold whole blocks of samples), each
-chunk reduced into its own buffers, and the buffers are added in chunk order. z (n, S + Q, J) lists
-the signal patches first, then the noise patches.
+Each kernel is a GIL-free loop over a range of chunks or samples, run on the lab's threads
+(`lab.kernels._threads`); its entry point allocates the outputs and buffers. Determinism is that of
+`lab.kernels.routed`: the tiles are fixed by the routes, reductions use a number of chunks that
+depends on n only (the cubic step's chunks hold whole blocks of samples), each reduced into its own
+buffers, added in chunk order. z (n, S + Q, J) lists the signal patches first, then the noise patches.
 The names in `__all__` are Python entry points that check their arguments with `lab.kernels._checks`
 (the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`, and
 so are the sums (a literal 0.0 would make Numba add float32 products in float64, at half the SIMD width).
