@@ -137,7 +137,7 @@ def _step_beside_dense(benchmark, moe, structured, dense, step, rounds):
 
 
 def _single(setting1, variant, J, activation="cubic"):
-    cfg = single_config(variant, J=J, activation=activation).expert_config()
+    cfg = single_config(variant, J=J, activation=activation).expert
     dense, structured = _batches(setting1, cfg)
     W = training.init_experts(cfg, D, np.random.default_rng(1))
     return {"dense": dense, "structured": structured, "W": W, "variant": variant, "J": J}

@@ -462,7 +462,7 @@ def check_single(
     _, train_set, test_set = _datasets(config, n, seed)
     cfg = single_config("paper", activation=activation, steps=steps, **options)
     result = train_single(train_set, cfg, seed)
-    test = prepare(test_set, cfg.expert_config())
+    test = prepare(test_set, cfg.expert)
     acc = single_accuracy(result, test, cfg) / 100.0
     right = round(acc * test.n)
     ci = clopper_pearson(right, test.n, LEVEL)
@@ -473,15 +473,15 @@ def check_single(
         kind=kind,
         params={
             "activation": activation,
-            "filters": cfg.J,
-            "readout": cfg.readout,
+            "filters": cfg.expert.J,
+            "readout": cfg.expert.readout,
             "n": n,
             "steps": result.steps,
             "optimizer": "Adam",
             "lr": cfg.lr,
             "weight_decay": cfg.weight_decay,
-            "init": cfg.init,
-            "sigma0": cfg.sigma0,
+            "init": cfg.expert.init,
+            "sigma0": cfg.expert.sigma0,
             "alpha": str(config.alpha),
             "gamma": str(config.gamma),
             "level": LEVEL,

@@ -299,7 +299,7 @@ def stopping_points(target: str, records: list[dict]) -> list[dict]:
                 "steps": [min(steps), float(np.median(steps)), max(steps)],
                 "test_accuracy": [min(accuracy), max(accuracy)],
                 "stop_start": rule.stop_start,
-                "stop_rise": rule.stop_rise,
+                "stop_rise": rule.expert.stop_rise,
             }
         )
     return rows

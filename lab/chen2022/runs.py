@@ -41,9 +41,7 @@ def target_settings(target: str) -> tuple[int, ...]:
 
 
 def _cells(target: str) -> list[Cell]:
-    if target not in TARGETS:
-        raise InputError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
-    return TARGETS[target]
+    return TARGETS[validate.choice(target, "target", TARGETS)]
 
 
 def expand(
@@ -69,12 +67,9 @@ def expand(
         ("dtype", dtype, DTYPES),
         ("arithmetic", arithmetic, ARITHMETIC),
     ):
-        if value not in allowed:
-            raise InputError(f"{name} must be one of {allowed}, got {value!r}")
-    if not isinstance(seeds, int) or seeds < 1:
-        raise InputError(f"seeds must be an integer >= 1, got {seeds!r}")
-    if not isinstance(seed, int) or seed < 0:
-        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
+        validate.choice(value, name, allowed)
+    validate.integer(seeds, "seeds", low=1)
+    validate.integer(seed, "seed", low=0)
     chosen_values = {k: v for k, v in (("eta", eta), ("sigma0", sigma0)) if v is not None}
     for name, value in chosen_values.items():
         validate.real(value, name, low=0.0, low_open=True)
@@ -161,7 +156,7 @@ def moe_run_config(config: dict) -> TrainConfig:
 def _run_single(config, signals, train_set, test_set, seed, progress) -> dict:
     cfg = single_run_config(config)
     result = train_single(train_set, cfg, seed, progress, signals=signals)
-    test = prepare(test_set, cfg.expert_config(), signals)
+    test = prepare(test_set, cfg.expert, signals)
     return {
         "test_accuracy": single_accuracy(result, test, cfg),
         "test_accuracy_routing": "none",

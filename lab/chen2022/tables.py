@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab.chen2022.baselines import SingleConfig, single_config
+from lab.chen2022.baselines import single_config
+from lab.chen2022.training import TrainConfig
 
 MODELS = ("single (linear)", "single (nonlinear)", "moe (linear)", "moe (nonlinear)")
 MOE_DEFAULTS = {
@@ -44,8 +45,8 @@ def _moe(act: str, label: str, paper: dict[int, tuple], **params: Any) -> Cell:
 
 def _single(act: str, filters: int, label: str, paper: dict[int, tuple]) -> Cell:
     model = "single (linear)" if act == "linear" else "single (nonlinear)"
-    readout = single_config(activation=act).readout  # the rule is `single_config`'s
-    signed = {} if readout == SingleConfig.readout else {"readout": readout}  # keys of (3.1) runs unchanged
+    readout = single_config(activation=act).expert.readout  # the rule is `single_config`'s
+    signed = {} if readout == TrainConfig.readout else {"readout": readout}  # keys of (3.1) runs unchanged
     return Cell(model, label, {"activation": act, "filters": filters, **signed}, paper)
 
 

@@ -156,7 +156,7 @@ def run_train_config(run: dict) -> Any:
     from lab.chen2022.runs import moe_run_config, single_run_config
 
     if run["model"].startswith("single"):
-        return single_run_config(run).expert_config()
+        return single_run_config(run).expert
     return moe_run_config(run)
 
 

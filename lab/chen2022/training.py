@@ -65,6 +65,7 @@ from lab.chen2022.plan import (
     resolve,
 )
 from lab.core import validate
+from lab.core.errors import InputError
 from lab.core.progress import Progress
 from lab.kernels import BACKENDS
 from lab.kernels.activations import activation
@@ -126,12 +127,11 @@ class TrainConfig:
             ("backend", BACKENDS),
             ("dtype", DTYPES),
         ):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+            validate.choice(getattr(self, name), name, allowed)
         if self.readout == "two-logit" and self.J % 2:
-            raise ValueError(f"readout='two-logit' needs an even J, got J={self.J}")
-        if not isinstance(self.structured, bool):
-            raise ValueError(f"structured must be True or False, got {self.structured!r}")
+            raise InputError(f"readout='two-logit' needs an even J, got J={self.J}")
+        for name in ("bias", "same_init", "early_stopping", "test_noise", "structured"):
+            validate.flag(getattr(self, name), name)
 
 
 REFERENCE_CODE = {

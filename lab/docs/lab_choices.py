@@ -43,7 +43,7 @@ def declared(target: str) -> list[Choice]:
         configs = {v: [read(c) for c in rs if c["model"].startswith(model)] for v, rs in runs.items()}
         own = CHOICES.get("target", {}).get(target, {}).get(model, {})  # the target's own over the defaults
         for field, entry in {**CHOICES[model], **own}.items():
-            values = {v: ", ".join(sorted({str(getattr(r, field)) for r in rs})) for v, rs in configs.items()}
+            values = {v: ", ".join(sorted({str(_value(r, field)) for r in rs})) for v, rs in configs.items()}
             found.append(_choice(field, values, entry))
     train, test = TIER_SIZES["full"]
     for field, value in (("n_train", train), ("n_test", test)):
@@ -53,6 +53,11 @@ def declared(target: str) -> list[Choice]:
         text = f"α ~ U({law.alpha.low:g}, {law.alpha.high:g}), γ ~ U({law.gamma.low:g}, {law.gamma.high:g})"
         found.append(_choice("setting 3", dict.fromkeys(VARIANT_NAMES, text), CHOICES["data"]["setting_3"]))
     return found
+
+
+def _value(config: Any, field: str) -> Any:
+    """A field of a run's configuration: its own, or a single CNN's expert's (`SingleConfig.expert`)."""
+    return getattr(config, field) if hasattr(config, field) else getattr(config.expert, field)
 
 
 def _choice(name: str, values: dict[str, str], entry: dict[str, str]) -> Choice:

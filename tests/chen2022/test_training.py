@@ -219,7 +219,7 @@ def test_a_run_resolves_its_options_once_and_its_steps_read_no_option(monkeypatc
 
 
 def test_a_single_cnn_run_resolves_its_options_once(monkeypatch):
-    """train_single resolves expert_config() once; after its first pass it reads only Adam's numbers."""
+    """train_single resolves its expert's config once; after its first pass it reads only Adam's numbers."""
     cfg = _Watched(baselines.single_config("reference-code", J=4, activation="gelu", steps=10))
     plans = []
 
@@ -236,7 +236,7 @@ def test_a_single_cnn_run_resolves_its_options_once(monkeypatch):
     monkeypatch.setattr(baselines, "resolve", resolve)
     result = baselines.train_single(_problem(n=60)[1], cfg, 0)
     assert len(plans) == 1 and result.steps >= 1
-    assert set(cfg.reads) <= {"steps", "record_every", "weight_decay", "lr", "adam_eps"}
+    assert set(cfg.reads) <= {"weight_decay", "lr", "adam_eps"}
 
 
 @pytest.mark.parametrize(
@@ -365,30 +365,30 @@ def test_single_baseline_adam_learns_a_separable_problem(act, variant):
     _signals, ds = _problem(n=200, config=config)
     cfg = baselines.single_config(variant, J=8, activation=act, steps=150)
     result = baselines.train_single(ds, cfg, 0)
-    acc = baselines.single_accuracy(result, T.prepare(ds, cfg.expert_config()), cfg)
+    acc = baselines.single_accuracy(result, T.prepare(ds, cfg.expert), cfg)
     assert acc > 95.0
     assert result.history["loss"][-1] < result.history["loss"][0]
 
 
 def test_single_models_with_a_non_odd_activation_get_the_signed_readout():
     """(3.1)'s plain sum of ReLU filters is ≥ 0, so relu/celu/gelu singles read out a_j = ±1 (Thm 4.1)."""
-    assert baselines.single_config("paper", activation="relu").readout == "two-logit"
-    assert baselines.single_config("paper", activation="gelu").readout == "two-logit"
-    assert baselines.single_config("paper", activation="cubic").readout == "sum"
-    assert baselines.single_config("paper", activation="tanh").readout == "sum"
-    assert baselines.single_config("paper", activation="relu", readout="sum").readout == "sum"
+    assert baselines.single_config("paper", activation="relu").expert.readout == "two-logit"
+    assert baselines.single_config("paper", activation="gelu").expert.readout == "two-logit"
+    assert baselines.single_config("paper", activation="cubic").expert.readout == "sum"
+    assert baselines.single_config("paper", activation="tanh").expert.readout == "sum"
+    assert baselines.single_config("paper", activation="relu", readout="sum").expert.readout == "sum"
 
 
 def test_reference_code_single_has_plain_ce_on_two_raw_logits():
     """The authors' single CNN: CE on (l₀, l₁) without a softmax in the forward = logistic loss of l₁ − l₀."""
     cfg = baselines.single_config("reference-code", activation="cubic")
-    assert (cfg.readout, cfg.loss, cfg.stopping, cfg.stop_start) == (
+    assert (cfg.expert.readout, cfg.expert.loss, cfg.stopping, cfg.stop_start) == (
         "two-logit",
         "logistic",
         "after-warmup",
         500,
     )
-    loss = P.resolve(cfg.expert_config()).loss
+    loss = P.resolve(cfg.expert).loss
     logits = np.random.default_rng(3).normal(scale=20.0, size=(50, 2))
     y = np.where(np.arange(50) % 2 == 0, 1.0, -1.0)
     label = (y > 0).astype(int)
@@ -397,9 +397,7 @@ def test_reference_code_single_has_plain_ce_on_two_raw_logits():
     )  # −log softmax(l)_y
     value, _ = loss.value_and_slope(y * (logits[:, 1] - logits[:, 0]))
     np.testing.assert_allclose(value, ce, rtol=1e-12, atol=1e-300)
-    assert (
-        not cfg.expert_config().early_stopping
-    )  # the MoE's rule (with its floor clause) is not the single's
+    assert not cfg.expert.early_stopping  # the MoE's rule (with its floor clause) is not the single's
 
 
 def test_single_after_warmup_stopping_is_tested_before_the_update_and_not_before_stop_start():
@@ -424,7 +422,11 @@ def test_single_config_validation():
     with pytest.raises(ValueError, match="lr"):
         baselines.SingleConfig(lr=0.0)
     with pytest.raises(ValueError, match="activation"):
-        baselines.SingleConfig(activation="swish")
+        baselines.single_config(activation="swish")
+    with pytest.raises(ValueError, match="M = 1"):
+        baselines.SingleConfig(T.TrainConfig(M=2))
+    with pytest.raises(ValueError, match="stopping"):
+        baselines.single_config(stopping="moe")  # the MoE's rule is the expert's: early_stopping=True
     assert baselines.single_config("reference-code", activation="linear").lr == 0.003
 
 

@@ -273,7 +273,7 @@ def test_algorithm1_step_agrees_structured_and_dense(
 @given(**{k: v for k, v in step_cases.items() if k not in ("M", "readout")})
 def test_single_cnn_pass_agrees_structured_and_dense(K, P, extra_d, J, activation, variant, lib, seed):
     """The single CNN's pass (one expert, gate 1, its own readout and loss) both ways."""
-    cfg = dataclasses.replace(single_config(variant, activation=activation, J=J).expert_config(), backend=lib)
+    cfg = dataclasses.replace(single_config(variant, activation=activation, J=J).expert, backend=lib)
     dense_batch, structured_batch, structured_cfg, W, *_ = _batches(K, P, 2 * K + extra_d, cfg, seed)
     routes, gate = np.zeros(dense_batch.n, dtype=np.int64), np.ones(dense_batch.n)
     ref = resolve(cfg).expert_pass(dense_batch, W, routes, gate)
