@@ -1,17 +1,20 @@
 """The kernels compiled in a child process, so that every process that computes runs them as cached.
 
-A parallel Numba kernel compiled in the running process and the same kernel loaded from Numba's
-on-disk cache are not the same machine code (each is deterministic; most likely the cached object
-is optimised again once the loop's parallel body is linked into it). Where σ' has a fused form
-(CELU, GELU and tanh, in float64) the gradient then differs in its last bits, and a run's numbers
-depended on whether its process had compiled the kernels or loaded them (a Table 7 tanh single,
-quick tier, setting 3, seed 0: 75.70 % in the compiling process, 75.55 % in every later one).
-`compile_in_child(configs)` runs a short run of each distinct run configuration (the registered
-`lab.core.registry.TrainingRuns` give them, `short`) and calls every stand-alone kernel once, in child
-processes (`python -m lab.cli.kernel_cache`; two at once on two cores), so that any compiling happens
-there; the calling process and the workers it starts then load every kernel from the cache, as every
-later invocation does. With the cache complete the children only load. `replicate`, `sweep run` (a
-task registered `training_kernels`) and `verify` call it before they compute.
+A parallel Numba kernel compiled in the running process and the same kernel loaded from Numba's on-disk
+cache are not the same machine code (each is deterministic; most likely the cached object is optimised
+again once the loop's parallel body is linked into it). Where σ' has a fused form (CELU, GELU and tanh,
+in float64) the gradient then differs in its last bits, and a run's numbers depended on whether its
+process had compiled the kernels or loaded them (a Table 7 tanh single, quick tier, setting 3, seed 0:
+75.70 % in the compiling process, 75.55 % in every later one). The long kernels are serial now
+(`lab.kernels._threads`) and gave the same bits compiled or cached; the short ones keep `parallel=True`.
+And a command's workers would each compile what the cache lacks, the same kernels at once: here two
+children split the work instead. `compile_in_child(configs)` runs a short run of each distinct run
+configuration (the registered `lab.core.registry.TrainingRuns` give them, `short`) and calls every
+stand-alone kernel once, in child processes (`python -m lab.cli.kernel_cache`; two at once on two
+cores), so that any compiling happens there; the calling process and the workers it starts then load
+every kernel from the cache, as every later invocation does. With the cache complete the children only
+load. `replicate`, `sweep run` (a task registered `training_kernels`) and `verify` call it before they
+compute.
 """
 
 from __future__ import annotations
@@ -34,9 +37,14 @@ def _training() -> list[TrainingRuns]:
 
 
 def every_training_config() -> list[dict]:
-    """One run configuration of each model the registered training runs train (`TrainingRuns.every`): the
-    models that verify's training checks train too."""
+    """One run configuration of each model the registered training runs train (`TrainingRuns.every`)."""
     return [config for runs in _training() for config in runs.every()]
+
+
+def check_training_config() -> list[dict]:
+    """The run configurations whose kernels the registered training checks use (`TrainingRuns.checks`):
+    what `verify` has compiled first."""
+    return [config for runs in _training() for config in runs.checks()]
 
 
 def _short(configs: list[dict]) -> list[tuple[TrainingRuns, dict]]:

@@ -3,9 +3,10 @@
 The measuring is `lab.kernels.compile_profile`'s; this adapter names what reaches the kernels, as the
 commands reach them (`lab.cli.kernel_cache`): the stand-alone kernels (`_call_kernels`; every command
 that calls `compile_in_child` runs them), the distinct training configurations of `every_training_config`
-(replicate and verify) and those of the replicate-task sweeps under `sweeps/` (sweep); the tests need
-the kernels that `tests/` and `benchmarks/` name (`compile_profile.named_kernels`). It writes the summary
-JSON and draws its figure beside it (`--figure JSON` redraws the figure from the JSON alone).
+(replicate) and of `check_training_config` (verify), and those of the replicate-task sweeps under
+`sweeps/` (sweep); the tests need the kernels that `tests/` and `benchmarks/` name
+(`compile_profile.named_kernels`). It writes the summary JSON and draws its figure beside it (`--figure
+JSON` redraws the figure from the JSON alone).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def kernel_modules() -> list[str]:
 
 def workloads(sweeps: Path) -> list:
     """The stand-alone kernels, then each distinct training configuration with the commands that run it."""
-    from lab.cli.kernel_cache import _short, _where, every_training_config
+    from lab.cli.kernel_cache import _short, _where, check_training_config, every_training_config
     from lab.core.tasks import task_type
     from lab.kernels.compile_profile import Workload
     from lab.sweeps.sweep import expand, load_spec
@@ -56,7 +57,8 @@ def workloads(sweeps: Path) -> list:
             needs.setdefault(text, set()).update(commands)
             runner[text] = _where(training.run)
 
-    add(every_training_config(), "replicate", "verify")
+    add(every_training_config(), "replicate")
+    add(check_training_config(), "verify")
     for path in sorted(sweeps.glob("*.toml")):
         spec = load_spec(path)
         if task_type(spec.task).training_kernels:

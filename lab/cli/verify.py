@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
-from lab.cli.kernel_cache import compile_in_child, every_training_config
+from lab.cli.kernel_cache import check_training_config, compile_in_child
 from lab.cli.main import UsageError, interrupted, nonnegative_int, positive_int
 from lab.core import claim_figures, registry
 from lab.core.compare import compare_runs, comparison_file, comparison_report
@@ -116,7 +116,7 @@ def run_verify(args: argparse.Namespace) -> int:
     committed = read_committed(args.compare, args.seed, args.tier) if args.compare else None
     checks = registry.checks(only)
     # every check then runs the kernels as cached; the model kernels only if a chosen check runs them
-    compile_in_child(every_training_config() if any(c.training_kernels for c in checks) else [])
+    compile_in_child(check_training_config() if any(c.training_kernels for c in checks) else [])
     with Progress(len(checks), "verify", enabled=not args.quiet, lines=True, unit="check") as progress:
         found = run_checks(checks, args.seed, args.tier, args.jobs, progress)
     records = [record for check_records in found for record in check_records]

@@ -167,16 +167,18 @@ class ClaimFigure(Declaration):
 class TrainingRuns(Declaration):
     """Runs that train on the lab's training kernels, which a command has child processes load or compile
     before it computes (`lab.cli.kernel_cache`). `every()`: one run configuration of each model that the
-    declaring package's replications and training checks train; `short(configs)`: one short run per
-    configuration among `configs` whose kernels differ; `apart(config)`: whether a short run's kernels take
-    so long to compile that it gets a child of its own on two cores or more; `run(config)`: runs one (the
-    child imports its module alone)."""
+    declaring package's replications train; `short(configs)`: one short run per configuration among
+    `configs` whose kernels differ; `apart(config)`: whether a short run's kernels take so long to compile
+    that it gets a child of its own on two cores or more; `run(config)`: runs one (the child imports its
+    module alone); `checks()`: run configurations whose short runs reach the kernels the package's
+    training checks use (what `verify` has compiled first)."""
 
     name: str
     every: Callable[[], list[dict]]
     short: Callable[[list[dict]], list[dict]]
     apart: Callable[[dict], bool]
     run: Callable[[dict], Any]
+    checks: Callable[[], list[dict]]
     kind = "training"
 
 

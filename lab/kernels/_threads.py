@@ -26,7 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 
-__all__ = ["over_threads"]
+__all__ = ["ROWS", "over_threads"]
+
+ROWS = 256  # a row kernel's least rows per thread: fewer cost less than waking a thread (10–50 µs)
 
 _POOL: list[ThreadPoolExecutor] = []  # at most one, sized for NUMBA_NUM_THREADS − 1 helpers
 _LOCK = threading.Lock()
@@ -56,11 +58,11 @@ def _forget_pool() -> None:
 os.register_at_fork(after_in_child=_forget_pool)
 
 
-def over_threads(kernel: Callable, count: int, *args) -> None:
+def over_threads(kernel: Callable, count: int, *args, grain: int = 1) -> None:
     """kernel(lo, hi, *args) over [0, count) cut into `numba.get_num_threads()` contiguous ranges (fewer
-    if count is smaller), the first on the calling thread; returns when all are done, raising the first
-    error."""
-    threads = min(numba.get_num_threads(), count)
+    if a range would hold under `grain` indices), the first on the calling thread; returns when all are
+    done, raising the first error."""
+    threads = min(numba.get_num_threads(), max(1, count // grain))
     if threads <= 1:
         kernel(0, count, *args)
         return

@@ -29,7 +29,7 @@ from numba import njit, prange
 from lab.kernels import _checks
 from lab.kernels._shared import CHUNKS, NOISE_CODES, _add_four_rows, draw, uint64
 from lab.kernels._shared import stream_key as _stream_key
-from lab.kernels._threads import over_threads
+from lab.kernels._threads import ROWS, over_threads
 
 __all__ = [
     "NOISE_CODES",
@@ -368,7 +368,7 @@ def routed_forward(x, W, routes, act):
     x, W, routes, act = _checks.routed_forward(x, W, routes, act)
     n, P = x.shape[0], x.shape[1]
     f, z = np.empty(n, dtype=x.dtype), np.empty((n, P, W.shape[1]), dtype=x.dtype)
-    over_threads(_routed_forward_rows, n, x, W, routes, act, f, z)
+    over_threads(_routed_forward_rows, n, x, W, routes, act, f, z, grain=ROWS)
     return f, z
 
 
@@ -405,7 +405,7 @@ def dense_forward(x, W, act):
     """Every expert on every sample, f_m(x_i) (3.1), shape (n, M)."""
     x, W, act = _checks.dense_forward(x, W, act)
     out = np.empty((x.shape[0], W.shape[0]), dtype=x.dtype)
-    over_threads(_dense_forward_rows, x.shape[0], x, W, act, out)
+    over_threads(_dense_forward_rows, x.shape[0], x, W, act, out, grain=ROWS)
     return out
 
 

@@ -60,7 +60,7 @@ from numba import njit
 from lab.kernels import _checks
 from lab.kernels._checks import MARGIN_LOSS_CODES
 from lab.kernels._simd import lanes
-from lab.kernels._threads import over_threads
+from lab.kernels._threads import ROWS, over_threads
 from lab.kernels._tiles import (
     BLOCK,
     TILE,
@@ -545,5 +545,6 @@ def structured_dense_forward(signals, offset, signal_index, signal_scale, noise,
     )
     G, b, index, scale, W = _prepared(signals, offset, index, scale, noise, W)
     out = np.empty((noise.shape[0], W.shape[0]), dtype=noise.dtype)
-    over_threads(_structured_dense_forward_rows, noise.shape[0], G, b, index, scale, noise, W, act, out)
+    args = (G, b, index, scale, noise, W, act, out)
+    over_threads(_structured_dense_forward_rows, noise.shape[0], *args, grain=ROWS)
     return out

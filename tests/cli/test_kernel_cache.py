@@ -11,7 +11,7 @@ import pytest
 
 from lab.chen2022 import replicate as R
 from lab.cli import verify
-from lab.cli.kernel_cache import every_training_config
+from lab.cli.kernel_cache import check_training_config
 from lab.cli.main import main
 from lab.core import registry
 from lab.core.records import report_record
@@ -88,7 +88,7 @@ def test_verify_has_the_model_kernels_loaded_first_only_for_checks_that_run_them
     registered(registry.Check("test.plain", ("Z5",), measured("Z5")))
     registered(registry.Check("test.model", ("Z6",), measured("Z6"), training_kernels=True))
     assert [main(["verify", "--only", claims, "--quiet"]) for claims in ("Z5", "Z6", "Z5,Z6")] == [0, 0, 0]
-    assert asked == [[], every_training_config(), every_training_config()]
+    assert asked == [[], check_training_config(), check_training_config()]
 
 
 @pytest.mark.slow

@@ -43,6 +43,16 @@ def test_every_index_is_run_once_in_as_many_ranges_as_threads(threads, count, us
     assert seen[-1] == max(1, min(used, count))
 
 
+@pytest.mark.parametrize(("count", "ranges"), [(255, 1), (511, 1), (512, 2), (10_000, 2)])
+def test_a_range_holds_at_least_grain_indices(threads, count, ranges):
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one core")
+    threads(2)
+    seen = np.zeros(count + 1, dtype=np.int64)
+    over_threads(_mark, count, seen, grain=256)
+    assert (seen[:-1] == 1).all() and seen[-1] == ranges
+
+
 def test_an_error_in_another_threads_range_is_raised(threads):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("one core")
