@@ -29,6 +29,7 @@ def performance_page(results: Results) -> str:
         kernels=kernel_names(),
         targets=BENCH_TARGETS,
         compile_profile=results.compile_profile,
+        compile_profile_before=results.compile_profile_before,
         history=results.bench_history,
         history_regressions=bench_history.regressions(results.bench_history) if results.bench_history else [],
         history_noise=bench_history.largest_move(results.bench_history) if results.bench_history else None,

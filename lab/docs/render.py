@@ -136,7 +136,11 @@ def linked_figures(pages: Pages) -> list[Path]:
     return [pages.results_folder / name for name in linked]
 
 
-BENCH_FIGURES = {"compile_profile": "kernels", "history": "bench-history"}  # any other: a summary's
+BENCH_FIGURES = {
+    "compile_profile": "kernels",
+    "compile_profile_before": "kernels",
+    "history": "bench-history",
+}  # any other: a summary's
 
 
 def figure_source(figure: Path) -> Path:

@@ -28,7 +28,7 @@ from lab.core.schema import INT, NUMBER, OBJECT, TEXT, Each, Is, ResultsError, c
 from lab.core.verify_file import read_verify_file
 from lab.kernels.bench.history import HISTORY_NAME, load_history
 from lab.kernels.bench.report import BENCH_SUMMARY, SUMMARY_FORMAT
-from lab.kernels.compile_profile import COMPILE_PROFILE, PROFILE_FORMAT, PROFILE_NAME
+from lab.kernels.compile_profile import BEFORE_NAME, COMPILE_PROFILE, PROFILE_FORMAT, PROFILE_NAME
 from lab.makkuva2020 import fig1_experiment as fig1
 from lab.sweeps.report import SWEEP_REPORT
 
@@ -67,6 +67,7 @@ class Results:
     compile_profile: dict[str, Any] | None = None  # bench/compile_profile.json (`python -m lab kernels`)
     comparisons: dict[str, dict[str, Any]] = field(default_factory=dict)  # reproducing/*.json, by name
     bench_history: dict[str, Any] | None = None  # bench/history.json (`python -m lab bench-history`)
+    compile_profile_before: dict[str, Any] | None = None  # bench/compile_profile_before.json, if kept
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -211,12 +212,13 @@ def load_results(folder: str | Path) -> Results:
     replications = [load_replication(p) for p in found]
     chen = [r.path for r in replications if r.target in TARGETS]
     analysis = load_analysis(root / "replicate" / ANALYSIS_NAME, chen)
-    others = (PROFILE_NAME, HISTORY_NAME)
+    others = (PROFILE_NAME, BEFORE_NAME, HISTORY_NAME)
     bench = {p.name: load_bench(p) for p in sorted((root / "bench").glob("*.json")) if p.name not in others}
     history = (
         load_history(root / "bench" / HISTORY_NAME) if (root / "bench" / HISTORY_NAME).exists() else None
     )
     compiled = load_compile_profile(root / "bench" / PROFILE_NAME)
+    compiled_before = load_compile_profile(root / "bench" / BEFORE_NAME)
     proof_chain = load_proof_chain(root / "proof_chain" / "proof_chain.json")
     timing = [(p.name, load_timing(p)) for p in sorted((root / "timing").glob("*.json"))]
     sweeps = {p.stem: load_sweep_report(p) for p in sorted((root / "sweeps").glob("*.json"))}
@@ -234,4 +236,5 @@ def load_results(folder: str | Path) -> Results:
         compiled,
         comparisons,
         history,
+        compiled_before,
     )
