@@ -63,8 +63,8 @@ def _where(func: Callable) -> str:
 def compile_in_child(configs: list[dict]) -> None:
     """Have child processes run the kernels of these run configs (`_short`) and the stand-alone kernels,
     compiling what the cache lacks: on two or more cores two children at once, one for the short runs
-    whose kernels take longest to compile (`TrainingRuns.apart`) and one for the rest; RuntimeError with a
-    child's last line if one fails (a bug)."""
+    set apart (`TrainingRuns.apart`) and one for the rest; RuntimeError with a child's last line if one
+    fails (a bug)."""
     short = _short(configs)
     runs = [[_where(training.run), config] for training, config in short]
     apart = [run for run, (training, config) in zip(runs, short, strict=True) if training.apart(config)]

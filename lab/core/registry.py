@@ -168,10 +168,10 @@ class TrainingRuns(Declaration):
     """Runs that train on the lab's training kernels, which a command has child processes load or compile
     before it computes (`lab.cli.kernel_cache`). `every()`: one run configuration of each model that the
     declaring package's replications train; `short(configs)`: one short run per configuration among
-    `configs` whose kernels differ; `apart(config)`: whether a short run's kernels take so long to compile
-    that it gets a child of its own on two cores or more; `run(config)`: runs one (the child imports its
-    module alone); `checks()`: run configurations whose short runs reach the kernels the package's
-    training checks use (what `verify` has compiled first)."""
+    `configs` whose kernels differ; `apart(config)`: whether a short run goes to the second child on two
+    cores or more (its kernels barely shared with the others', so the two children compile apart);
+    `run(config)`: runs one (the child imports its module alone); `checks()`: run configurations whose
+    short runs reach the kernels the package's training checks use (what `verify` has compiled first)."""
 
     name: str
     every: Callable[[], list[dict]]

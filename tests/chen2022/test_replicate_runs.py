@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 
 from lab.chen2022 import replicate as R
-from lab.chen2022.replicate_runs import _VALUES_ONLY, RUNS, TRAINING, short_runs, structured_single
+from lab.chen2022.replicate_runs import (
+    _VALUES_ONLY,
+    RUNS,
+    TRAINING,
+    apart_from_structured_moe,
+    check_training_config,
+    short_runs,
+)
 from lab.core import registry
 
 
@@ -23,5 +30,12 @@ def test_one_child_run_per_configuration_that_changes_an_array_type():
     kept = {json.dumps({k: v for k, v in r.items() if k not in _VALUES_ONLY}) for r in runs}
     assert len(kept) == len(runs) < len(configs)
     assert short_runs([]) == []
-    apart = [r for r in runs if structured_single(r)]
+    apart = [r for r in runs if apart_from_structured_moe(r)]
     assert 0 < len(apart) < len(runs) and all(r["model"].startswith("single") for r in apart)
+
+
+def test_verify_has_two_children_compile_disjoint_kernels():
+    """verify's runs: the dense ones (the routed kernels) apart from the structured cubic MoE."""
+    runs = short_runs(check_training_config())
+    apart = [r for r in runs if apart_from_structured_moe(r)]
+    assert 0 < len(apart) < len(runs) and all(r["arithmetic"] == "dense" for r in apart)
