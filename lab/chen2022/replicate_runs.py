@@ -30,8 +30,17 @@ from lab.core.registry import Replication, RunStore, TrainingRuns
 # sizes, coefficients, data and the options computed around the kernels (load balancing, the expert
 # update, the init): they change no array's type, so one child run covers all their values
 _VALUES_ONLY = (
-    *("setting", "seed", "tier", "steps", "filters", "J", "M", "lb_coef"),
-    *("load_balancing", "same_init", "expert_update"),
+    "setting",
+    "seed",
+    "tier",
+    "steps",
+    "filters",
+    "J",
+    "M",
+    "lb_coef",
+    "load_balancing",
+    "same_init",
+    "expert_update",
 )
 _CHILD_STEPS = 2
 Prepare = Callable[[list[dict]], object]
