@@ -1,20 +1,19 @@
-"""The kernels compiled in a child process, so that every process that computes runs them as cached.
+"""The kernels compiled in child processes, so that a command and its workers load them from the cache.
 
-A parallel Numba kernel compiled in the running process and the same kernel loaded from Numba's on-disk
-cache are not the same machine code (each is deterministic; most likely the cached object is optimised
-again once the loop's parallel body is linked into it). Where σ' has a fused form (CELU, GELU and tanh,
-in float64) the gradient then differs in its last bits, and a run's numbers depended on whether its
-process had compiled the kernels or loaded them (a Table 7 tanh single, quick tier, setting 3, seed 0:
-75.70 % in the compiling process, 75.55 % in every later one). The long kernels are serial now
-(`lab.kernels._threads`) and gave the same bits compiled or cached; the short ones keep `parallel=True`.
-And a command's workers would each compile what the cache lacks, the same kernels at once: here two
-children split the work instead. `compile_in_child(configs)` runs a short run of each distinct run
+A command's workers would each compile what Numba's cache lacks, the same kernels at once, and the
+command's own process too. `compile_in_child(configs)` runs a short run of each distinct run
 configuration (the registered `lab.core.registry.TrainingRuns` give them, `short`) and calls every
 stand-alone kernel once, in child processes (`python -m lab.cli.kernel_cache`; two at once on two
-cores), so that any compiling happens there; the calling process and the workers it starts then load
-every kernel from the cache, as every later invocation does. With the cache complete the children only
-load. `replicate`, `sweep run` (a task registered `training_kernels`) and `verify` call it before they
-compute.
+cores, splitting the work), so that any compiling happens there, once; the calling process and the
+workers it starts then load every kernel from the cache, as every later invocation does. With the
+cache complete the children only load. `replicate`, `sweep run` (a task registered `training_kernels`)
+and `verify` call it before they compute.
+
+Compiled or loaded, a kernel gives the same bits: no kernel uses Numba's `parallel=True`
+(`lab.kernels._threads`), whose kernels compiled in the running process and loaded from the cache were
+not the same machine code (a Table 7 tanh single, quick tier, setting 3, seed 0, once gave 75.70 % in
+the compiling process and 75.55 % in every later one). The short run of every training configuration in
+float64 and float32 gave the same loss history and accuracies compiled in-process and loaded.
 """
 
 from __future__ import annotations

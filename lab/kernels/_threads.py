@@ -1,12 +1,16 @@
-"""The lab's long kernels on Python threads: `over_threads(kernel, count, *args)` runs the jitted,
-GIL-free `kernel(lo, hi, *args)` on contiguous ranges of [0, count), one range per thread.
+"""The lab's kernel threads: `over_threads(kernel, count, *args)` runs the jitted, GIL-free
+`kernel(lo, hi, *args)` on contiguous ranges of [0, count), one range per thread. Every threaded kernel
+runs here; none uses Numba's `parallel=True` (a test pins it).
 
 Why not Numba's `parallel=True`: a kernel compiled with it costs about 2.7 times the compile CPU of the
 same loop compiled serially (Numba's parallel-loop lowering and the outlined, re-optimised loop body;
-`python -m lab kernels --compile-profile` measures it), and every fresh environment pays that. A
-serial loop over a range, with `nogil=True`, compiles once and runs on as many threads as the caller
-gives it here. The kernels that take under a millisecond (the router's products, the gate, the noise)
-keep Numba's threads: waking a Python thread costs 10–50 µs, a tenth of such a call.
+`python -m lab kernels --compile-profile` measures it), and every fresh environment pays that. Its
+threads also spin after each parallel region, so with both kinds of kernel in one process two pools
+competed for two cores (Algorithm 1's dense step took 1.5 times as long). And a parallel kernel compiled
+in the running process and the same kernel loaded from the cache differed in their last bits. A serial
+loop over a range, with `nogil=True`, compiles once, gives the same bits compiled or cached, and runs on
+as many threads as the caller gives it here. Row kernels take at least `ROWS` rows per thread: waking a
+thread costs 10–50 µs.
 
 The thread count is `numba.get_num_threads()` of the calling thread, so `numba.set_num_threads` (a
 sweep's task, a test) and `NUMBA_NUM_THREADS` govern these kernels as they govern Numba's. The ranges

@@ -4,9 +4,10 @@ Determinism and the counter-based noise are those of `lab.kernels._shared`: redu
 samples use a fixed number of chunks, and draw (i, m) of a noise stream does not depend on the
 thread that makes it, so every result here is independent of the thread count. The loops that take a
 millisecond or more (the forward, the backward, the fused step, every expert on every sample, the
-routing counts) are serial, GIL-free loops over a range of samples or chunks, which
-`lab.kernels._threads.over_threads` runs on the lab's threads (a third of the compile time of
-`parallel=True`); the short ones keep Numba's `parallel=True`.
+routing counts, the perturbed argmax) are serial, GIL-free loops over a range of samples or chunks,
+which `lab.kernels._threads.over_threads` runs on the lab's threads (a third of the compile time of
+`parallel=True`); the short ones (the noise, the softmax gate's two passes, the buffer sum) run serially
+on the calling thread.
 
 Activation codes follow `lab.kernels.activations.ACTIVATION_CODES`: 0 cubic, 1 linear, 2 relu,
 3 celu, 4 gelu, 5 tanh. Noise codes follow `NOISE_CODES`: uniform on [a, b), Gaussian with
@@ -24,7 +25,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from lab.kernels import _checks
 from lab.kernels._shared import CHUNKS, NOISE_CODES, _add_four_rows, draw, uint64
@@ -48,14 +49,14 @@ _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
+@njit(cache=True, error_model="numpy")
 def _noise(key, index, code, a, b):
     """Draws number `index` (1-d) of stream `key`: uniform [a, b), N(0, a²), Gumbel(0, a) by `NOISE_CODES`."""
     if code < 0 or code > 2:
         raise ValueError("noise code must be 0, 1 or 2")
     stream = uint64(key)
     out = np.empty(index.shape[0])
-    for t in prange(index.shape[0]):
+    for t in range(index.shape[0]):
         out[t] = draw(stream, index[t], code, a, b)
     return out
 
@@ -220,17 +221,14 @@ def _add_expert_gradient(x, i, g, grad):
         p += 1
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
+@njit(cache=True, error_model="numpy")
 def _sum_buffers(flat):
-    """Σ_c flat[c] of (chunks, entries), each entry summed over c in increasing order (parallel over
-    entries; callers pass their buffers flat, so one specialization per dtype serves every shape)."""
-    chunks = flat.shape[0]
-    total = np.empty(flat.shape[1], dtype=flat.dtype)
-    for e in prange(flat.shape[1]):
-        s = flat[0, e]
-        for c in range(1, chunks):
-            s += flat[c, e]
-        total[e] = s
+    """Σ_c flat[c] of (chunks, entries), each entry summed over c in increasing order (callers pass their
+    buffers flat, so one specialization per dtype serves every shape)."""
+    total = flat[0].copy()
+    for c in range(1, flat.shape[0]):
+        for e in range(flat.shape[1]):
+            total[e] += flat[c, e]
     return total
 
 
@@ -275,12 +273,12 @@ def _routed_step_chunks(lo, hi, chunks, x, W, routes, margin_scale, act, f, buff
             _add_expert_gradient(x, i, zrow, mine[m])
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
+@njit(cache=True, error_model="numpy")
 def _shifted_logits(h):
     """h_{i,m} − max_m h_{i,m}: exponents of softmax(h) that are at most 0, so e^x cannot overflow."""
     n, M = h.shape
     out = np.empty_like(h)
-    for i in prange(n):
+    for i in range(n):
         peak = h[i, 0]
         for m in range(1, M):
             peak = max(peak, h[i, m])
@@ -289,12 +287,12 @@ def _shifted_logits(h):
     return out
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
+@njit(cache=True, error_model="numpy")
 def _normalised_gate(e, routes):
     """π = e / Σ_m e row by row (in place; e > 0 with a 1 in every row) and g_i = π_{i, m_i}."""
     n, M = e.shape
     g = np.empty(n, dtype=e.dtype)
-    for i in prange(n):
+    for i in range(n):
         total = 0.0
         for m in range(M):
             total += e[i, m]
@@ -313,13 +311,12 @@ def _dense_forward_rows(lo, hi, x, W, act, out):
             out[i, m] = _expert_on_sample(x, i, W, m, zrow, act)
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
-def _perturbed_argmax(h, seed, noise_code, a, b):
-    """Top-1 routes argmax_m {h_{i,m} + r_{i,m}} for a batch h (n, M), noise r drawn in the kernel."""
-    n, M = h.shape
+@njit(cache=True, error_model="numpy", nogil=True)
+def _perturbed_argmax_rows(lo, hi, h, seed, noise_code, a, b, routes):
+    """Top-1 routes argmax_m {h_{i,m} + r_{i,m}} of samples lo..hi − 1 into routes, noise r drawn here."""
+    M = h.shape[1]
     key = _stream_key(seed)
-    routes = np.empty(n, dtype=np.int64)
-    for i in prange(n):
+    for i in range(lo, hi):
         best = -np.inf
         arg = 0
         for m in range(M):
@@ -328,7 +325,6 @@ def _perturbed_argmax(h, seed, noise_code, a, b):
                 best = v
                 arg = m
         routes[i] = arg
-    return routes
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
@@ -412,7 +408,10 @@ def dense_forward(x, W, act):
 def perturbed_argmax(h, seed, noise_code, a, b):
     """Top-1 routes argmax_m {h_{i,m} + r_{i,m}} for a batch h (n, M), noise r of stream `seed`."""
     h, seed, noise_code, a, b = _checks.perturbed_argmax(h, seed, noise_code, a, b)
-    return _perturbed_argmax(h, _checks.numba_seed(seed), noise_code, a, b)
+    routes = np.empty(h.shape[0], dtype=np.int64)
+    args = (h, _checks.numba_seed(seed), noise_code, a, b, routes)
+    over_threads(_perturbed_argmax_rows, h.shape[0], *args, grain=ROWS)
+    return routes
 
 
 def routing_counts(h, draws, seed, noise_code, a, b):

@@ -7,7 +7,8 @@ M = 8 experts a row of Θ is one float64 machine vector (`lab.kernels._simd`), s
 multiply-adds into one register, four samples at a time, and sᵀ ∂L/∂h adds s_{i,k} ∂L/∂h_i to row k
 of a d × M buffer per chunk of samples; wider M takes several vectors. One-thread BLAS (OpenBLAS's
 small-N GEMM on a 16,000 × 50 matrix) took 0.35 ms and 0.39 ms for the two products at setting 1;
-these take 0.17 and 0.19 ms on one thread (0.09 and 0.10 ms on two).
+these take 0.17 and 0.19 ms on one thread. Both are serial, GIL-free loops over a range of samples or
+chunks, run on the lab's threads (`lab.kernels._threads.over_threads`).
 
 Determinism is that of `lab.kernels._shared`: a row of h is one sample's sum in order of k whatever
 the thread, and ∇Θ adds the chunks' buffers in chunk order. The entry points check their arguments
@@ -18,12 +19,13 @@ compute in the dtype of s.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from lab.kernels import _checks
 from lab.kernels._shared import CHUNKS
 from lab.kernels._simd import VECTOR_BYTES, lanes, vfma, vload, vstore, vzero
-from lab.kernels.routed import _sum_buffers
+from lab.kernels._threads import ROWS, over_threads
+from lab.kernels.routed import _summed
 
 __all__ = ["router_gradient", "router_logits"]
 
@@ -43,7 +45,9 @@ def router_logits(s, Theta):
     """h = s Θ (n, M): the router's logits Θᵀ Σ_p x⁽ᵖ⁾ of every sample (Sec. 3.2)."""
     s, Theta = _checks.router_logits(s, Theta)
     s = np.ascontiguousarray(s)
-    h = _logits(s, _padded(Theta, s.dtype))
+    padded = _padded(Theta, s.dtype)
+    h = np.empty((s.shape[0], padded.shape[1]), dtype=s.dtype)
+    over_threads(_logits_rows, s.shape[0], s, padded, h, grain=ROWS)
     return h if h.shape[1] == Theta.shape[1] else np.ascontiguousarray(h[:, : Theta.shape[1]])
 
 
@@ -51,61 +55,59 @@ def router_gradient(s, dh):
     """∇Θ = sᵀ ∂L/∂h (d, M): Σ_i s_i ∂L/∂h_iᵀ of (E.1)."""
     s, dh = _checks.router_gradient(s, dh)
     s = np.ascontiguousarray(s)
-    grad = _gradient(s, _padded(dh, s.dtype))
+    padded = _padded(dh, s.dtype)
+    buffers = np.empty((CHUNKS, s.shape[1], padded.shape[1]), dtype=s.dtype)
+    over_threads(_gradient_chunks, CHUNKS, s, padded, buffers)
+    grad = _summed(buffers)
     return grad if grad.shape[1] == dh.shape[1] else np.ascontiguousarray(grad[:, : dh.shape[1]])
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _logits(s, Theta):
-    """h (n, Mp) = s Θ for Θ (d, Mp), Mp whole vectors: per block of four samples and vector of
-    experts, four sums of d broadcast multiply-adds."""
-    n, d = s.shape
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _logits_rows(lo, hi, s, Theta, h):
+    """Rows lo..hi − 1 of h (n, Mp) = s Θ for Θ (d, Mp), Mp whole vectors: per block of four samples and
+    vector of experts, four sums of d broadcast multiply-adds."""
+    d = s.shape[1]
     Mp = Theta.shape[1]
-    h = np.empty((n, Mp), dtype=s.dtype)
     hf, tf = h.reshape(-1), Theta.reshape(-1)
     step = lanes(s)
-    for c in prange(CHUNKS):
-        lo, hi = c * n // CHUNKS, (c + 1) * n // CHUNKS
-        for v in range(0, Mp, step):
-            i = lo
-            while i + 4 <= hi:
-                a0, a1, a2, a3 = vzero(hf), vzero(hf), vzero(hf), vzero(hf)
-                for k in range(d):
-                    row = vload(tf, k * Mp + v)
-                    a0 = vfma(a0, s[i, k], row)
-                    a1 = vfma(a1, s[i + 1, k], row)
-                    a2 = vfma(a2, s[i + 2, k], row)
-                    a3 = vfma(a3, s[i + 3, k], row)
-                vstore(hf, i * Mp + v, a0)
-                vstore(hf, (i + 1) * Mp + v, a1)
-                vstore(hf, (i + 2) * Mp + v, a2)
-                vstore(hf, (i + 3) * Mp + v, a3)
-                i += 4
-            while i < hi:
-                a0 = vzero(hf)
-                for k in range(d):
-                    a0 = vfma(a0, s[i, k], vload(tf, k * Mp + v))
-                vstore(hf, i * Mp + v, a0)
-                i += 1
-    return h
+    for v in range(0, Mp, step):
+        i = lo
+        while i + 4 <= hi:
+            a0, a1, a2, a3 = vzero(hf), vzero(hf), vzero(hf), vzero(hf)
+            for k in range(d):
+                row = vload(tf, k * Mp + v)
+                a0 = vfma(a0, s[i, k], row)
+                a1 = vfma(a1, s[i + 1, k], row)
+                a2 = vfma(a2, s[i + 2, k], row)
+                a3 = vfma(a3, s[i + 3, k], row)
+            vstore(hf, i * Mp + v, a0)
+            vstore(hf, (i + 1) * Mp + v, a1)
+            vstore(hf, (i + 2) * Mp + v, a2)
+            vstore(hf, (i + 3) * Mp + v, a3)
+            i += 4
+        while i < hi:
+            a0 = vzero(hf)
+            for k in range(d):
+                a0 = vfma(a0, s[i, k], vload(tf, k * Mp + v))
+            vstore(hf, i * Mp + v, a0)
+            i += 1
 
 
-@njit(cache=True, error_model="numpy", parallel=True, fastmath=True)
-def _gradient(s, dh):
-    """sᵀ dh (d, Mp) for dh (n, Mp), Mp whole vectors: each chunk adds four samples' s_{i,k} dh_i to
-    row k of its own buffer per load and store; the buffers are added in chunk order (`_sum_buffers`)."""
+@njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
+def _gradient_chunks(lo, hi, s, dh, buffers):
+    """Chunks lo..hi − 1 of `CHUNKS` of sᵀ dh (d, Mp) for dh (n, Mp), Mp whole vectors: chunk c adds four
+    samples' s_{i,k} dh_i to row k of buffers[c] per load and store (added in chunk order by the caller)."""
     n, d = s.shape
     Mp = dh.shape[1]
-    buffers = np.empty((CHUNKS, d, Mp), dtype=s.dtype)
     df = dh.reshape(-1)
     step = lanes(s)
-    for c in prange(CHUNKS):
+    for c in range(lo, hi):
         b = buffers[c].reshape(-1)
         b[:] = 0.0
-        lo, hi = c * n // CHUNKS, (c + 1) * n // CHUNKS
+        first, last = c * n // CHUNKS, (c + 1) * n // CHUNKS
         for v in range(0, Mp, step):
-            i = lo
-            while i + 4 <= hi:
+            i = first
+            while i + 4 <= last:
                 g0, g1 = vload(df, i * Mp + v), vload(df, (i + 1) * Mp + v)
                 g2, g3 = vload(df, (i + 2) * Mp + v), vload(df, (i + 3) * Mp + v)
                 for k in range(d):
@@ -116,9 +118,8 @@ def _gradient(s, dh):
                     acc = vfma(acc, s[i + 3, k], g3)
                     vstore(b, k * Mp + v, acc)
                 i += 4
-            while i < hi:
+            while i < last:
                 g0 = vload(df, i * Mp + v)
                 for k in range(d):
                     vstore(b, k * Mp + v, vfma(vload(b, k * Mp + v), s[i, k], g0))
                 i += 1
-    return _sum_buffers(buffers.reshape(CHUNKS, -1)).reshape(d, Mp)

@@ -64,9 +64,9 @@ def test_debug_shows_the_traceback(registered, monkeypatch):
         main(["verify", "--only", "Z7", "--quiet"])
 
 
-@pytest.mark.parametrize("raised", [KeyboardInterrupt(), SystemError("from a parallel region")])
+@pytest.mark.parametrize("raised", [KeyboardInterrupt(), SystemError("result with an exception set")])
 def test_ctrl_c_prints_one_line_and_exits_130(raised, capsys, registered):
-    if isinstance(raised, SystemError):  # how Numba re-raises Ctrl-C out of a parallel region
+    if isinstance(raised, SystemError):  # how Numba re-raises Ctrl-C while boxing a kernel's returned tuple
         raised.__context__ = KeyboardInterrupt()
     registered(_check_that(raised))
     assert main(["verify", "--only", "Z7", "--quiet"]) == EXIT_INTERRUPTED
