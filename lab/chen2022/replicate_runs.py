@@ -27,8 +27,9 @@ from lab.chen2022.timing import Stopwatch, by_model, write_timing
 from lab.core.errors import InputError
 from lab.core.registry import Replication, RunStore, TrainingRuns
 
-# sizes, coefficients, data and the options computed around the kernels (load balancing, the expert
-# update, the init): they change no array's type, so one child run covers all their values
+# sizes, coefficients (the learning rate, the init's scale), data and the options computed around the
+# kernels (load balancing, the expert update, the init): they change no array's type, so one child run
+# covers all their values
 _VALUES_ONLY = (
     "setting",
     "seed",
@@ -41,6 +42,8 @@ _VALUES_ONLY = (
     "load_balancing",
     "same_init",
     "expert_update",
+    "eta",
+    "sigma0",
 )
 _CHILD_STEPS = 2
 Prepare = Callable[[list[dict]], object]

@@ -1,4 +1,5 @@
-"""`python -m lab kernels --compile-profile`: what each kernel specialization the lab uses costs to compile.
+"""`python -m lab kernels --compile-profile`: what each kernel specialization the lab uses costs to compile;
+`--compile`: fill Numba's cache with them (the test session does, before its workers start).
 
 The measuring is `lab.kernels.compile_profile`'s; this adapter names what reaches the kernels, as the
 commands reach them (`lab.cli.kernel_cache`): the stand-alone kernels (`_call_kernels`; every command
@@ -41,28 +42,33 @@ def kernel_modules() -> list[str]:
     return [f"lab.kernels.{n}" for n in sorted(names) if not n.endswith("_numpy") and n != "compile_profile"]
 
 
-def workloads(sweeps: Path) -> list:
-    """The stand-alone kernels, then each distinct training configuration with the commands that run it."""
-    from lab.cli.kernel_cache import _short, _where, check_training_config, every_training_config
+def command_configs(sweeps: Path) -> list[tuple[str, list[dict]]]:
+    """Each command with the training configurations it runs: replicate's, verify's, and each
+    replicate-task sweep's under `sweeps`."""
+    from lab.cli.kernel_cache import check_training_config, every_training_config
     from lab.core.tasks import task_type
-    from lab.kernels.compile_profile import Workload
     from lab.sweeps.sweep import expand, load_spec
 
-    needs: dict[str, set[str]] = {}
-    runner: dict[str, str] = {}
-
-    def add(configs: list[dict], *commands: str) -> None:
-        for training, config in _short(configs):
-            text = json.dumps(config, sort_keys=True)
-            needs.setdefault(text, set()).update(commands)
-            runner[text] = _where(training.run)
-
-    add(every_training_config(), "replicate")
-    add(check_training_config(), "verify")
+    found = [("replicate", every_training_config()), ("verify", check_training_config())]
     for path in sorted(sweeps.glob("*.toml")):
         spec = load_spec(path)
         if task_type(spec.task).training_kernels:
-            add([task.params for task in expand(spec)], "sweep")
+            found.append(("sweep", [task.params for task in expand(spec)]))
+    return found
+
+
+def workloads(sweeps: Path) -> list:
+    """The stand-alone kernels, then each distinct training configuration with the commands that run it."""
+    from lab.cli.kernel_cache import _short, _where
+    from lab.kernels.compile_profile import Workload
+
+    needs: dict[str, set[str]] = {}
+    runner: dict[str, str] = {}
+    for command, configs in command_configs(sweeps):
+        for training, config in _short(configs):
+            text = json.dumps(config, sort_keys=True)
+            needs.setdefault(text, set()).add(command)
+            runner[text] = _where(training.run)
     standalone = Workload(
         "stand-alone kernels", "lab.cli.kernel_cache:_call_kernels", (), ("verify", "replicate", "sweep")
     )
@@ -127,6 +133,15 @@ def _profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compile(args: argparse.Namespace) -> int:
+    from lab.cli.kernel_cache import compile_in_child
+
+    configs = [config for _, found in command_configs(Path(args.sweeps)) for config in found]
+    compile_in_child(configs)
+    print(f"Numba's cache holds the kernels of {len(configs)} run configurations and the stand-alone kernels")
+    return 0
+
+
 def _figure(args: argparse.Namespace) -> int:
     from lab.kernels.compile_profile import COMPILE_PROFILE, PROFILE_FORMAT
 
@@ -138,7 +153,10 @@ def _figure(args: argparse.Namespace) -> int:
     return 0
 
 
-@register_command("kernels", "Profile what each kernel specialization costs to compile from an empty cache")
+@register_command(
+    "kernels",
+    "Profile what each kernel specialization costs to compile from an empty cache, or fill the cache",
+)
 def configure(parser: argparse.ArgumentParser):
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument(
@@ -146,6 +164,12 @@ def configure(parser: argparse.ArgumentParser):
         action="store_true",
         help="compile every kernel specialization the lab uses, each alone in a fresh child on an empty "
         "Numba cache; write the summary JSON and its figure beside it",
+    )
+    what.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile into Numba's cache every kernel the commands use (two child processes), so that "
+        "later processes, such as the test workers, load them",
     )
     what.add_argument("--figure", metavar="JSON", help="only redraw the figure beside a written profile")
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"the summary JSON (default {DEFAULT_OUT})")
@@ -156,4 +180,6 @@ def configure(parser: argparse.ArgumentParser):
         metavar="SECONDS",
         help="stop starting children once they have spent this much CPU; the rest is listed as missing",
     )
-    return lambda args: _profile(args) if args.compile_profile else _figure(args)
+    return lambda args: (
+        _profile(args) if args.compile_profile else _compile(args) if args.compile else _figure(args)
+    )

@@ -1,4 +1,5 @@
-"""`python -m lab kernels`: the figure redrawn from a written compile profile alone, a damaged one refused."""
+"""`python -m lab kernels`: the figure redrawn from a written compile profile alone, a damaged one refused;
+`--compile` hands every command's run configurations to the compile children."""
 
 from __future__ import annotations
 
@@ -45,3 +46,19 @@ def test_a_damaged_profile_is_one_line_and_exit_status_2(tmp_path: Path, capsys)
         f"{path}: totals: field 'all' must be a finite number, got 'lots'"
     )
     assert not path.with_suffix(".png").exists()
+
+
+def test_compile_hands_every_commands_configurations_to_the_compile_children(monkeypatch, capsys):
+    """`--compile` fills the cache through `compile_in_child` with replicate's, verify's and the
+    replicate-task sweeps' run configurations, and prints one line."""
+    from lab.cli import kernels
+
+    given: list[list[dict]] = []
+    monkeypatch.setattr("lab.cli.kernel_cache.compile_in_child", given.append)
+    assert main(["kernels", "--compile"]) == 0
+    expected = [c for _, found in kernels.command_configs(Path("sweeps")) for c in found]
+    assert given == [expected]
+    commands = {command for command, _ in kernels.command_configs(Path("sweeps"))}
+    assert commands == {"replicate", "verify", "sweep"}
+    out = capsys.readouterr().out.strip()
+    assert "\n" not in out and f"{len(expected)} run configurations" in out
