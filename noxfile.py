@@ -21,10 +21,12 @@ def _install(session: nox.Session, extras: str = "test") -> None:
 def tests(session: nox.Session) -> None:
     """The CI tier: every test not marked slow (checks under the `ci` Hypothesis profile, benchmarks once),
     one pytest-xdist worker per logical core, a test file's tests on one worker (its fixtures run once).
-    Numba's cache is filled first (`python -m lab kernels --compile`, two children splitting the work), so
-    the workers load the kernels instead of each compiling the same ones."""
+    Without arguments Numba's cache is filled first (`python -m lab kernels --compile`, two children
+    splitting the work), so the workers load the kernels instead of each compiling the same ones; with
+    arguments (a subset, `nox -s tests -- tests/chen2022`) the workers compile what the subset needs."""
     _install(session, "test,dask")
-    session.run("python", "-m", "lab", "kernels", "--compile")
+    if not session.posargs:
+        session.run("python", "-m", "lab", "kernels", "--compile")
     workers = ["--numprocesses", "logical", "--dist", "loadfile"]
     session.run("pytest", "--benchmark-disable", "-m", "not slow", *workers, *session.posargs)
 
