@@ -1,11 +1,13 @@
 """Re-certify stored replication runs after a change meant to move no number (`replicate --recertify N`).
 
 The runs of the named targets that the run store (`OUT/runs.sqlite`) or the summaries in OUT hold
-from other code (stale) are sampled, RECERTIFY_SEED fixed, and N of them run again under the current
-code. Only if every rerun record equals the stored one in every field but the timing (`seconds`),
-the fingerprint (`code`) and the versions, is every other stale run re-stamped with the current
-fingerprint, in its store row and in each summary that holds it; otherwise nothing is re-stamped
-and the runs that differ are named with the first field that differs.
+from other code (stale) are sampled, RECERTIFY_SEED fixed: N of each group of stale runs that share a
+code stamp, a model, an activation and a filter count (`_sample`) run again under the current code, so
+every old code and every kernel path a re-stamp covers is rerun (two random runs out of 180 once missed
+the activations whose bits had moved). Only if every rerun record equals the stored one in every
+field but the timing (`seconds`), the fingerprint (`code`) and the versions, is every other stale run
+re-stamped with the current fingerprint, in its store row and in each summary that holds it;
+otherwise nothing is re-stamped and the runs that differ are named with the first field that differs.
 
 Runs made on another machine can differ from any rerun here in their last bits (and a training run
 then in its accuracy), whatever the code. `--baseline DIR` re-certifies them across machines: DIR is
@@ -110,7 +112,8 @@ def recertify(
     prepare: Callable[[list[dict]], object] = lambda configs: None,
     baseline: Path | None = None,
 ) -> Recertified:
-    """Rerun `sample` stale runs of `configs` stored under `out`; re-stamp all if they are identical.
+    """Rerun `sample` stale runs of each group of `configs` stored under `out` (`_sample`); re-stamp all if
+    they are identical.
 
     `prepare(sampled configs)` runs first: the CLI compiles their kernels in a child process there,
     so the reruns load them from the cache as every `replicate` run does (`lab.cli.kernel_cache`).
@@ -129,7 +132,7 @@ def recertify(
         if record is not None and record.get("code") != code:
             stored[key] = (config, record)
     found = Recertified(stale=len(stored))
-    found.sampled = random.Random(RECERTIFY_SEED).sample(sorted(stored), min(sample, len(stored)))
+    found.sampled = _sample(stored, sample)
     references = {key: stored[key][1] for key in found.sampled}
     if baseline is not None and found.sampled:
         found.baseline = _baseline_code(baseline, {record.get("code") for _, record in stored.values()})
@@ -147,6 +150,24 @@ def recertify(
         found.store_rows = _restamp_rows(out, {key: row for key, row in rows.items() if key in stored}, code)
         found.summaries = _restamp_summaries(out, set(stored), code)
     return found
+
+
+def _sample(stored: dict[str, tuple[dict, dict]], sample: int) -> list[str]:
+    """`sample` keys (fewer where a group holds fewer) of each group of stale runs that share a code stamp,
+    a model, an activation and a filter count, RECERTIFY_SEED fixed; groups in sorted order."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for key, (config, record) in sorted(stored.items()):
+        group = (
+            str(record.get("code")),
+            config["model"],
+            str(config.get("activation")),
+            str(config.get("filters")),
+        )
+        groups.setdefault(group, []).append(key)
+    rng = random.Random(RECERTIFY_SEED)
+    return [
+        key for group in sorted(groups) for key in rng.sample(groups[group], min(sample, len(groups[group])))
+    ]
 
 
 # the baseline's run module: lab.chen2022.runs, or lab.chen2022.replicate before the runner moved

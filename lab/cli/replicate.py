@@ -76,8 +76,9 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
         "--recertify",
         type=positive_int,
         metavar="N",
-        help="rerun N sampled stale runs of the targets; only if all are identical, re-stamp every "
-        "stale run as current (then exit; a later replicate re-renders without training)",
+        help="rerun N sampled stale runs of each code stamp, model, activation and filter count of the "
+        "targets; only if all are identical, re-stamp every stale run as current (then exit; a later "
+        "replicate re-renders without training)",
     )
     parser.add_argument(
         "--baseline",

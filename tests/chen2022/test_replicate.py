@@ -403,15 +403,31 @@ def test_recertify_re_stamps_stale_runs_only_when_the_sampled_reruns_are_identic
     assert "test_accuracy" in found.line("now") and "nothing re-stamped" in found.line("now")
     assert {row.code for row in R.stored_rows(configs, tmp_path).values()} == {"from-other-code"}
 
-    _store(tmp_path, "DELETE FROM tasks WHERE key = ?", keys[3])  # without it, two reruns certify the rest
-    found = recertify(configs, tmp_path, sample=2)
-    assert (found.stale, len(found.sampled), found.differ) == (8, 2, {})
+    _store(tmp_path, "DELETE FROM tasks WHERE key = ?", keys[3])  # without it, one rerun a model certifies
+    found = recertify(configs, tmp_path, sample=1)
+    assert (found.stale, len(found.sampled), found.differ) == (8, 4, {})
+    sampled = [config["model"] for config in configs if R.run_key(config) in found.sampled]
+    assert sorted(sampled) == sorted({config["model"] for config in configs})  # one run of each model
     assert (found.store_rows, found.summaries) == (4, 1)
     assert "re-stamped 8 stale runs" in found.line(R.run_code())
     assert {row.code for row in R.stored_rows(configs, tmp_path).values()} == {R.run_code()}
     monkeypatch.setattr(R, "run_one", lambda config, progress=False: pytest.fail("trained"))
     assert R.run_target("table1", args) == 0
     assert recertify(configs, tmp_path, sample=2).stale == 0
+
+
+def test_recertify_samples_each_code_stamp_apart(tiny, replicate_args, tmp_path):
+    """Stale runs from two old codes: a rerun of each model under each, so a re-stamp covers both."""
+    from lab.chen2022.recertify import recertify
+
+    args = replicate_args(settings=[1], seeds=2)
+    assert R.run_target("table1", args) == 0
+    configs = R.target_configs("table1", args)
+    _store(tmp_path, "UPDATE tasks SET code = 'old-a'")
+    _store(tmp_path, "UPDATE tasks SET code = 'old-b' WHERE json_extract(params, '$.seed') = 1")
+    found = recertify(configs, tmp_path, sample=1)
+    seeds = sorted(config["seed"] for config in configs if R.run_key(config) in found.sampled)
+    assert (found.stale, seeds) == (8, [0, 0, 0, 0, 1, 1, 1, 1])
 
 
 def test_recertify_against_a_baseline_compares_the_reruns_with_the_baseline_code_not_the_stored_records(
