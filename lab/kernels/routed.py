@@ -2,12 +2,12 @@
 
 Determinism and the counter-based noise are those of `lab.kernels._shared`: reductions over
 samples use a fixed number of chunks, and draw (i, m) of a noise stream does not depend on the
-thread that makes it, so every result here is independent of the thread count. The loops that take a
-millisecond or more (the forward, the backward, the fused step, every expert on every sample, the
-routing counts, the perturbed argmax) are serial, GIL-free loops over a range of samples or chunks,
-which `lab.kernels._threads.over_threads` runs on the lab's threads (a third of the compile time of
-`parallel=True`); the short ones (the noise, the softmax gate's two passes, the buffer sum) run serially
-on the calling thread.
+thread that makes it, so every result here is independent of the thread count. The loops that pay for
+a thread's wake-up (the forward, the backward, the fused step, every expert on every sample, the routing
+counts, the perturbed argmax) are serial, GIL-free loops over a range of samples or chunks, which
+`lab.kernels._threads.over_threads` runs on the lab's threads (a third of the compile time of
+`parallel=True`); the cheaper ones (the noise, the softmax gate's two passes, the buffer sum) run
+serially on the calling thread.
 
 Activation codes follow `lab.kernels.activations.ACTIVATION_CODES`: 0 cubic, 1 linear, 2 relu,
 3 celu, 4 gelu, 5 tanh. Noise codes follow `NOISE_CODES`: uniform on [a, b), Gaussian with
