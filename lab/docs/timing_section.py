@@ -71,8 +71,13 @@ def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]
 
 
 def same_code(results: Results, record: dict[str, Any]) -> bool | None:
-    """Whether the committed table runs were all made by the record's code (None without table runs)."""
-    codes = {run.get("code") for rep in results.replications for run in rep.payload.get("runs", [])}
+    """Whether the committed runs of the record's targets were all made by its code (None without any)."""
+    codes = {
+        run.get("code")
+        for rep in results.replications
+        if rep.target in record["targets"]
+        for run in rep.payload.get("runs", [])
+    }
     return codes == {record["code"]} if codes else None
 
 

@@ -203,6 +203,14 @@ def test_a_record_says_whether_the_table_runs_share_its_code():
         )
 
     assert same_code(results("abc", "abc"), _record()) is True
+    other = dataclasses.replace(  # another target's runs, without a code (Makkuva et al.'s), do not count
+        results("abc"),
+        replications=[
+            *results("abc").replications,
+            ReplicationFile(Path("fig1.json"), "makkuva-fig1", "paper", "full", {"runs": [{}]}),
+        ],
+    )
+    assert same_code(other, _record()) is True
     assert same_code(results("abc", "xyz"), _record()) is False
     assert same_code(_results(_record()), _record()) is None
     assert "| abc (not as the table runs) |" in _timing_section(results("abc", "xyz"))
