@@ -138,7 +138,8 @@ def _compile(args: argparse.Namespace) -> int:
 
     configs = [config for _, found in command_configs(Path(args.sweeps)) for config in found]
     compile_in_child(configs)
-    print(f"Numba's cache holds the kernels of {len(configs)} run configurations and the stand-alone kernels")
+    distinct = len({json.dumps(config, sort_keys=True) for config in configs})  # verify's are replicate's too
+    print(f"Numba's cache holds the kernels of {distinct} run configurations and the stand-alone kernels")
     return 0
 
 
