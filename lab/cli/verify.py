@@ -116,9 +116,11 @@ def run_verify(args: argparse.Namespace) -> int:
     committed = read_committed(args.compare, args.seed, args.tier) if args.compare else None
     checks = registry.checks(only)
     # every check then runs the kernels as cached; the model kernels only if a chosen check runs them
-    compile_in_child(check_training_config() if any(c.training_kernels for c in checks) else [])
+    configs = check_training_config() if any(c.training_kernels for c in checks) else []
     with Progress(len(checks), "verify", enabled=not args.quiet, lines=True, unit="check") as progress:
-        found = run_checks(checks, args.seed, args.tier, args.jobs, progress)
+        found = run_checks(
+            checks, args.seed, args.tier, args.jobs, progress, prepare=lambda: compile_in_child(configs)
+        )
     records = [record for check_records in found for record in check_records]
     report_only = {claim.upper() for c in checks if c.report_only for claim in c.claims}
     for claim in mark_uncontrolled(records, report_only):
@@ -169,13 +171,20 @@ def read_committed(path: str, seed: int, tier: str) -> dict:
 
 
 def run_checks(
-    checks: list[registry.Check], seed: int, tier: str, jobs: int, progress: Progress
+    checks: list[registry.Check],
+    seed: int,
+    tier: str,
+    jobs: int,
+    progress: Progress,
+    prepare: Callable[[], None] = lambda: None,
 ) -> list[list[Record]]:
-    """Each check's records, in the order of `checks`: in this process, or with `jobs` > 1 in that many
-    worker processes, each on its share of the cores, that find each check by name in the registry (the
-    model-training checks first, the longest as a rule). A check's seed derives from its name, so its
-    records are the same either way."""
+    """Each check's records, in the order of `checks`, after `prepare()` (verify's: the kernels compiled in
+    children): in this process, or with `jobs` > 1 in that many worker processes, each on its share of
+    the cores, that find each check by name in the registry (the model-training checks first, the
+    longest as a rule) and import the checks while `prepare` runs. A check's seed derives from its name,
+    so its records are the same either way."""
     if jobs == 1:
+        prepare()
         found = []
         for check in checks:
             records, label = _timed(check, seed, tier)
@@ -187,7 +196,10 @@ def run_checks(
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
         with ctrl_c_ignored():  # the first submit starts the workers: ignoring Ctrl-C but in a check
-            futures = {c.name: pool.submit(_run_named, c.name, seed, tier, threads) for c in first}
+            for _ in range(jobs):
+                pool.submit(_import_checks)
+        prepare()
+        futures = {c.name: pool.submit(_run_named, c.name, seed, tier, threads) for c in first}
         try:
             for future in as_completed(futures.values()):
                 progress.step(future.result()[1])
@@ -200,6 +212,11 @@ def run_checks(
 def check_threads(jobs: int) -> int:
     """The threads (BLAS and Numba) of each of `jobs` worker processes: its share of the cores."""
     return max(1, machine_cores() // jobs)
+
+
+def _import_checks() -> None:
+    """In a worker, while the kernels compile: import the registered checks (which compiles nothing)."""
+    registry.declared("check")
 
 
 def _run_named(name: str, seed: int, tier: str, threads: int) -> tuple[list[Record], str]:
