@@ -9,6 +9,13 @@ workers it starts then load every kernel from the cache, as every later invocati
 cache complete the children only load. `replicate`, `sweep run` (a task registered `training_kernels`)
 and `verify` call it before they compute.
 
+A cache once completed is not checked by children again: after they succeed, a note beside Numba's cache
+(`kernels-compiled.json`) holds the run configurations they ran and the state of that cache and of the
+lab's sources (every `.nbi` index and `.py` file's size and modification time, Numba's and Python's
+versions, the CPU). While those are unchanged, a command asking for configurations the note holds starts
+no child (they would only load, about 3 s of imports and two-step runs). The note is a hint for speed
+only: if it is wrong or damaged, the processes compile what they lack themselves, the same bits.
+
 Compiled or loaded, a kernel gives the same bits: no kernel uses Numba's `parallel=True`
 (`lab.kernels._threads`), whose kernels compiled in the running process and loaded from the cache were
 not the same machine code (a Table 7 tanh single, quick tier, setting 3, seed 0, once gave 75.70 % in
@@ -20,14 +27,22 @@ from __future__ import annotations
 
 import importlib
 import json
+import platform
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
+import numba
+
+import lab
 from lab.core import registry
+from lab.core.io import write_json_atomic
 from lab.core.machine import machine_cores
 from lab.core.registry import TrainingRuns
+
+NOTE = "kernels-compiled.json"  # beside the cache: what children have completed it with
 
 
 def _training() -> list[TrainingRuns]:
@@ -62,10 +77,15 @@ def _where(func: Callable) -> str:
 def compile_in_child(configs: list[dict]) -> None:
     """Have child processes run the kernels of these run configs (`_short`) and the stand-alone kernels,
     compiling what the cache lacks: on two or more cores two children at once, one for the short runs
-    set apart (`TrainingRuns.apart`) and one for the rest; RuntimeError with a child's last line if one
-    fails (a bug)."""
+    set apart (`TrainingRuns.apart`) and the stand-alone kernels, one for the rest (the structured MoE
+    runs, which alone take about as long to compile as the other two); RuntimeError with a child's last
+    line if one fails (a bug)."""
     short = _short(configs)
     runs = [[_where(training.run), config] for training, config in short]
+    asked = {json.dumps(run, sort_keys=True) for run in runs}
+    noted = _noted()
+    if noted is not None and asked <= noted:
+        return
     apart = [run for run, (training, config) in zip(runs, short, strict=True) if training.apart(config)]
     two = apart and machine_cores() > 1
     shares = [[r for r in runs if r not in apart], apart] if two else [runs]
@@ -77,7 +97,7 @@ def compile_in_child(configs: list[dict]) -> None:
                     "-m",
                     "lab.cli.kernel_cache",
                     json.dumps(share),
-                    *(["--standalone"] if i == 0 else []),
+                    *(["--standalone"] if i == len(shares) - 1 else []),
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=errors,
@@ -94,6 +114,48 @@ def compile_in_child(configs: list[dict]) -> None:
             errors.seek(0)
             last = (errors.read().strip().splitlines() or ["no output"])[-1]
             raise RuntimeError(f"compiling the kernels in a child process failed: {last}")
+    _note(asked)
+
+
+def _cache_root() -> Path:
+    """Where Numba keeps the lab's kernels: NUMBA_CACHE_DIR, or the `__pycache__` folders in `lab`."""
+    return Path(numba.config.CACHE_DIR) if numba.config.CACHE_DIR else Path(lab.__file__).parent
+
+
+def _note_path() -> Path:
+    """The note: in NUMBA_CACHE_DIR, or in `lab/__pycache__`."""
+    root = _cache_root()
+    return root / NOTE if numba.config.CACHE_DIR else root / "__pycache__" / NOTE
+
+
+def _state() -> dict:
+    """What the cache's completeness rests on: each Numba index and lab source file's size and time, the
+    versions and the CPU."""
+    lab_root, root = Path(lab.__file__).parent, _cache_root()
+    files = sorted({*lab_root.rglob("*.py"), *root.rglob("*.nbi")})
+    stamps = {str(f): [f.stat().st_size, f.stat().st_mtime_ns] for f in files if f.exists()}
+    return {"numba": numba.__version__, "python": sys.version, "cpu": platform.machine(), "files": stamps}
+
+
+def _noted() -> set[str] | None:
+    """The short runs whose kernels (and the stand-alone ones) the note says the cache holds, if the cache
+    and the sources are as noted; None if not, or if there is no note or a damaged one (a hint only)."""
+    try:
+        note = json.loads(_note_path().read_text())
+        return set(note["runs"]) if note["state"] == _state() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _note(runs: set[str]) -> None:
+    """Note that the cache now holds the kernels of `runs` (and of those noted before, if it is unchanged);
+    a cache folder that cannot be written gets no note."""
+    try:
+        runs |= _noted() or set()
+        _note_path().parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(_note_path(), {"runs": sorted(runs), "state": _state()})
+    except OSError:
+        pass
 
 
 def _call_kernels() -> None:

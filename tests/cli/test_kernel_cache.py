@@ -7,10 +7,11 @@ import os
 import subprocess
 import sys
 
+import numba
 import pytest
 
 from lab.chen2022 import replicate as R
-from lab.cli import verify
+from lab.cli import kernel_cache, verify
 from lab.cli.kernel_cache import check_training_config
 from lab.cli.main import main
 from lab.core import registry
@@ -123,3 +124,31 @@ def test_from_an_empty_cache_a_run_equals_the_run_of_a_later_process(tmp_path):
         assert {k: v for k, v in row.result.items() if k != "seconds"} == {
             k: v for k, v in theirs[key].result.items() if k != "seconds"
         }
+
+
+class _Done:
+    """A child process that did its work at once."""
+
+    def wait(self) -> int:
+        return 0
+
+
+def test_a_cache_noted_complete_starts_no_child_until_it_changes(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cache.subprocess, "Popen", lambda argv, **_: started.append(argv) or _Done())
+    runs = kernel_cache.check_training_config()
+
+    def children(configs) -> int:
+        before = len(started)
+        kernel_cache.compile_in_child(configs)
+        return len(started) - before
+
+    assert children(runs) >= 1  # no note yet
+    assert children(runs) == children(runs[:1]) == children([]) == 0  # what the note holds
+    assert children(kernel_cache.every_training_config()) >= 1  # more than it holds
+    (tmp_path / "lab" / "kernels").mkdir(parents=True)
+    (tmp_path / "lab" / "kernels" / "a.nbi").write_bytes(b"")  # the cache changed: children check it
+    assert children(runs) >= 1 and children(runs) == 0
+    (tmp_path / kernel_cache.NOTE).write_text("{damaged")  # a damaged note is no note, never an error
+    assert children(runs) >= 1 and children(runs) == 0
