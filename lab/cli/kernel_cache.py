@@ -34,8 +34,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import numba
-
 import lab
 from lab.core import registry
 from lab.core.io import write_json_atomic
@@ -117,31 +115,30 @@ def compile_in_child(configs: list[dict]) -> None:
     _note(asked)
 
 
-def _cache_root() -> Path:
-    """Where Numba keeps the lab's kernels: NUMBA_CACHE_DIR, or the `__pycache__` folders in `lab`."""
-    return Path(numba.config.CACHE_DIR) if numba.config.CACHE_DIR else Path(lab.__file__).parent
+def _cache() -> tuple[Path, Path]:
+    """Where Numba keeps the lab's kernels (NUMBA_CACHE_DIR, or the `__pycache__` folders in `lab`) and
+    where the note goes (that folder, or `lab/__pycache__`)."""
+    import numba  # here: `sweep status` imports this module and loads no science
 
-
-def _note_path() -> Path:
-    """The note: in NUMBA_CACHE_DIR, or in `lab/__pycache__`."""
-    root = _cache_root()
-    return root / NOTE if numba.config.CACHE_DIR else root / "__pycache__" / NOTE
+    if numba.config.CACHE_DIR:
+        return Path(numba.config.CACHE_DIR), Path(numba.config.CACHE_DIR) / NOTE
+    return Path(lab.__file__).parent, Path(lab.__file__).parent / "__pycache__" / NOTE
 
 
 def _state() -> dict:
     """What the cache's completeness rests on: each Numba index and lab source file's size and time, the
     versions and the CPU."""
-    lab_root, root = Path(lab.__file__).parent, _cache_root()
-    files = sorted({*lab_root.rglob("*.py"), *root.rglob("*.nbi")})
+    files = sorted({*Path(lab.__file__).parent.rglob("*.py"), *_cache()[0].rglob("*.nbi")})
     stamps = {str(f): [f.stat().st_size, f.stat().st_mtime_ns] for f in files if f.exists()}
-    return {"numba": numba.__version__, "python": sys.version, "cpu": platform.machine(), "files": stamps}
+    numba = sys.modules["numba"].__version__  # imported by _cache
+    return {"numba": numba, "python": sys.version, "cpu": platform.machine(), "files": stamps}
 
 
 def _noted() -> set[str] | None:
     """The short runs whose kernels (and the stand-alone ones) the note says the cache holds, if the cache
     and the sources are as noted; None if not, or if there is no note or a damaged one (a hint only)."""
     try:
-        note = json.loads(_note_path().read_text())
+        note = json.loads(_cache()[1].read_text())
         return set(note["runs"]) if note["state"] == _state() else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -152,8 +149,9 @@ def _note(runs: set[str]) -> None:
     a cache folder that cannot be written gets no note."""
     try:
         runs |= _noted() or set()
-        _note_path().parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(_note_path(), {"runs": sorted(runs), "state": _state()})
+        note = _cache()[1]
+        note.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(note, {"runs": sorted(runs), "state": _state()})
     except OSError:
         pass
 
