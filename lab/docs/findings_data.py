@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -201,13 +202,19 @@ def render_finding(page: str, item: Finding, results: Results) -> str:
 
     def fragment(source: str) -> str:
         try:
-            return reflow(ENVIRONMENT.from_string(source).render(**variables))
+            return reflow(_compiled(source).render(**variables))
         except jinja2.TemplateError as exc:
             raise ResultsError(f"{page}: finding {item.name} ({item.path}): {exc}") from None
 
     details = ((grade, fragment(detail)) for grade, detail in item.evidence)
     grade = evidence(*((grade, detail) for grade, detail in details if detail))  # an empty one is left out
     return finding(item.name, item.title, grade, fragment(item.text))
+
+
+@functools.cache
+def _compiled(source: str) -> jinja2.Template:
+    """A finding's Jinja text compiled once per process (compiling took most of a render)."""
+    return ENVIRONMENT.from_string(source)
 
 
 def plugin_findings(package: str, catalogue: Catalogue, results: Results) -> dict[str, list[str]]:
