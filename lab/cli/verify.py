@@ -119,7 +119,13 @@ def run_verify(args: argparse.Namespace) -> int:
     configs = check_training_config() if any(c.training_kernels for c in checks) else []
     with Progress(len(checks), "verify", enabled=not args.quiet, lines=True, unit="check") as progress:
         found = run_checks(
-            checks, args.seed, args.tier, args.jobs, progress, prepare=lambda: compile_in_child(configs)
+            checks,
+            args.seed,
+            args.tier,
+            args.jobs,
+            progress,
+            prepare=lambda: compile_in_child(configs),
+            expected=committed_seconds(committed) if committed else {},
         )
     records = [record for check_records in found for record in check_records]
     report_only = {claim.upper() for c in checks if c.report_only for claim in c.claims}
@@ -170,6 +176,23 @@ def read_committed(path: str, seed: int, tier: str) -> dict:
     return data
 
 
+def committed_seconds(committed: dict) -> dict[str, float]:
+    """Each claim's longest check in a committed verify file, in seconds (a record holds its check's)."""
+    longest: dict[str, float] = {}
+    for record in committed["records"]:
+        longest[record["claim"]] = max(longest.get(record["claim"], 0.0), record.get("seconds") or 0.0)
+    return longest
+
+
+def submission_order(checks: list[registry.Check], expected: dict[str, float]) -> list[registry.Check]:
+    """The model-training checks first, then the others, each by its claims' longest `expected` seconds,
+    longest first (stable: registry order among equals)."""
+    return sorted(
+        checks,
+        key=lambda c: (not c.training_kernels, -max((expected.get(x, 0.0) for x in c.claims), default=0.0)),
+    )
+
+
 def run_checks(
     checks: list[registry.Check],
     seed: int,
@@ -177,12 +200,14 @@ def run_checks(
     jobs: int,
     progress: Progress,
     prepare: Callable[[], None] = lambda: None,
+    expected: dict[str, float] | None = None,
 ) -> list[list[Record]]:
     """Each check's records, in the order of `checks`, after `prepare()` (verify's: the kernels compiled in
     children): in this process, or with `jobs` > 1 in that many worker processes, each on its share of
-    the cores, that find each check by name in the registry (the model-training checks first, the
-    longest as a rule) and import the checks while `prepare` runs. A check's seed derives from its name,
-    so its records are the same either way."""
+    the cores, that import the checks while `prepare` runs and find each check by name in the registry.
+    The workers take the model-training checks first, then the others, longest first as far as
+    `expected` (a claim's longest check in a committed run, seconds) tells. A check's seed derives from
+    its name, so its records are the same either way."""
     if jobs == 1:
         prepare()
         found = []
@@ -191,7 +216,11 @@ def run_checks(
             progress.step(label)
             found.append(records)
         return found
-    first = sorted(checks, key=lambda c: not c.training_kernels)
+    expected = expected or {}
+    first = sorted(
+        checks,
+        key=lambda c: (not c.training_kernels, -max((expected.get(x, 0.0) for x in c.claims), default=0)),
+    )
     threads = check_threads(jobs)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:

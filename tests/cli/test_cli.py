@@ -121,3 +121,26 @@ def test_progress_counts_checks_on_stderr_and_quiet_is_silent(capsys):
     assert all(line.endswith(" s)") for line in err)
     assert main(["verify", "--only", "A1", "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_workers_take_the_training_checks_first_then_the_longest_the_committed_run_took():
+    from lab.cli.verify import committed_seconds, submission_order
+
+    def check(name, claims, training=False):
+        return registry.Check(name, claims, lambda seed, tier: [], training_kernels=training)
+
+    committed = {"records": [{"claim": c, "seconds": s} for c, s in [("A", 1.0), ("A", 9.0), ("B", 3.0)]]}
+    assert committed_seconds(committed) == {"A": 9.0, "B": 3.0}
+    checks = [
+        check("short", ("B",)),
+        check("unknown", ("Z",)),
+        check("long", ("A", "B")),
+        check("model", ("B",), True),
+    ]
+    assert [c.name for c in submission_order(checks, committed_seconds(committed))] == [
+        "model",
+        "long",
+        "short",
+        "unknown",
+    ]
+    assert [c.name for c in submission_order(checks, {})] == ["model", "short", "unknown", "long"]
