@@ -11,11 +11,11 @@ from lab.kernels._threads import over_threads
 
 
 @njit(nogil=True, cache=False)
-def _mark(lo, hi, seen):
-    """seen[i] += 1 for i in lo..hi − 1; seen[-1] counts the ranges."""
+def _mark(lo, hi, seen, starts):
+    """seen[i] += 1 for i in lo..hi − 1, and starts[lo] += 1: each range writes its own places only."""
     for i in range(lo, hi):
         seen[i] += 1
-    seen[-1] += 1
+    starts[lo] += 1
 
 
 @njit(nogil=True, cache=False)
@@ -37,10 +37,10 @@ def test_every_index_is_run_once_in_as_many_ranges_as_threads(threads, count, us
     if used > numba.config.NUMBA_NUM_THREADS:
         pytest.skip("one core")
     threads(used)
-    seen = np.zeros(count + 1, dtype=np.int64)
-    over_threads(_mark, count, seen)
-    assert (seen[:-1] == 1).all()
-    assert seen[-1] == max(1, min(used, count))
+    seen, starts = np.zeros(count, dtype=np.int64), np.zeros(count + 1, dtype=np.int64)
+    over_threads(_mark, count, seen, starts)
+    assert (seen == 1).all()
+    assert starts.sum() == max(1, min(used, count))
 
 
 @pytest.mark.parametrize(("count", "ranges"), [(255, 1), (511, 1), (512, 2), (10_000, 2)])
@@ -48,9 +48,9 @@ def test_a_range_holds_at_least_grain_indices(threads, count, ranges):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("one core")
     threads(2)
-    seen = np.zeros(count + 1, dtype=np.int64)
-    over_threads(_mark, count, seen, grain=256)
-    assert (seen[:-1] == 1).all() and seen[-1] == ranges
+    seen, starts = np.zeros(count, dtype=np.int64), np.zeros(count + 1, dtype=np.int64)
+    over_threads(_mark, count, seen, starts, grain=256)
+    assert (seen == 1).all() and starts.sum() == ranges
 
 
 def test_an_error_in_another_threads_range_is_raised(threads):
