@@ -81,7 +81,7 @@ def compile_in_child(configs: list[dict]) -> None:
     short = _short(configs)
     runs = [[_where(training.run), config] for training, config in short]
     asked = {json.dumps(run, sort_keys=True) for run in runs}
-    noted = _noted()
+    noted = _noted(_state())
     if noted is not None and asked <= noted:
         return
     apart = [run for run, (training, config) in zip(runs, short, strict=True) if training.apart(config)]
@@ -128,18 +128,20 @@ def _cache() -> tuple[Path, Path]:
 def _state() -> dict:
     """What the cache's completeness rests on: each Numba index and lab source file's size and time, the
     versions and the CPU."""
+    import numba
+
     files = sorted({*Path(lab.__file__).parent.rglob("*.py"), *_cache()[0].rglob("*.nbi")})
     stamps = {str(f): [f.stat().st_size, f.stat().st_mtime_ns] for f in files if f.exists()}
-    numba = sys.modules["numba"].__version__  # imported by _cache
-    return {"numba": numba, "python": sys.version, "cpu": platform.machine(), "files": stamps}
+    return {"numba": numba.__version__, "python": sys.version, "cpu": platform.machine(), "files": stamps}
 
 
-def _noted() -> set[str] | None:
+def _noted(state: dict) -> set[str] | None:
     """The short runs whose kernels (and the stand-alone ones) the note says the cache holds, if the cache
-    and the sources are as noted; None if not, or if there is no note or a damaged one (a hint only)."""
+    and the sources are in `state` as noted; None if not, or if there is no note or a damaged one (a hint
+    only)."""
     try:
         note = json.loads(_cache()[1].read_text())
-        return set(note["runs"]) if note["state"] == _state() else None
+        return set(note["runs"]) if note["state"] == state else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -148,10 +150,11 @@ def _note(runs: set[str]) -> None:
     """Note that the cache now holds the kernels of `runs` (and of those noted before, if it is unchanged);
     a cache folder that cannot be written gets no note."""
     try:
-        runs |= _noted() or set()
+        state = _state()
+        runs |= _noted(state) or set()
         note = _cache()[1]
         note.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(note, {"runs": sorted(runs), "state": _state()})
+        write_json_atomic(note, {"runs": sorted(runs), "state": state})
     except OSError:
         pass
 

@@ -216,11 +216,7 @@ def run_checks(
             progress.step(label)
             found.append(records)
         return found
-    expected = expected or {}
-    first = sorted(
-        checks,
-        key=lambda c: (not c.training_kernels, -max((expected.get(x, 0.0) for x in c.claims), default=0)),
-    )
+    first = submission_order(checks, expected or {})
     threads = check_threads(jobs)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
