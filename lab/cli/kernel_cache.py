@@ -7,7 +7,8 @@ stand-alone kernel once, in child processes (`python -m lab.cli.kernel_cache`; t
 cores, splitting the work), so that any compiling happens there, once; the calling process and the
 workers it starts then load every kernel from the cache, as every later invocation does. With the
 cache complete the children only load. `replicate`, `sweep run` (a task registered `training_kernels`)
-and `verify` call it before they compute.
+and `verify` call it before they compute; `kernels --compile`, the test session's fill, asks for every
+kernel in float64 and float32 as well, called directly as the tests and a user's own code call them.
 
 A cache once completed is not checked by children again: after they succeed, a note beside Numba's cache
 (`kernels-compiled.json`) holds the run configurations they ran and the state of that cache and of the
@@ -41,6 +42,7 @@ from lab.core.machine import machine_cores
 from lab.core.registry import TrainingRuns
 
 NOTE = "kernels-compiled.json"  # beside the cache: what children have completed it with
+EVERY = "--every-kernel"  # the child's flag, and the note's entry, for `_call_every_kernel`
 
 
 def _training() -> list[TrainingRuns]:
@@ -72,15 +74,17 @@ def _where(func: Callable) -> str:
     return f"{func.__module__}:{func.__qualname__}"
 
 
-def compile_in_child(configs: list[dict]) -> None:
+def compile_in_child(configs: list[dict], every: bool = False) -> None:
     """Have child processes run the kernels of these run configs (`_short`) and the stand-alone kernels,
     compiling what the cache lacks: on two or more cores two children at once, one for the short runs
     set apart (`TrainingRuns.apart`) and the stand-alone kernels, one for the rest (the structured MoE
     runs, which alone take about as long to compile as the other two); RuntimeError with a child's last
-    line if one fails (a bug)."""
+    line if one fails (a bug). With `every`, the child of the stand-alone kernels calls every kernel
+    directly in both dtypes as well (`_call_every_kernel`; splitting them by dtype between the children
+    measured no faster: their callees are compiled in both)."""
     short = _short(configs)
     runs = [[_where(training.run), config] for training, config in short]
-    asked = {json.dumps(run, sort_keys=True) for run in runs}
+    asked = {json.dumps(run, sort_keys=True) for run in runs} | ({EVERY} if every else set())
     noted = _noted(_state())
     if noted is not None and asked <= noted:
         return
@@ -95,7 +99,7 @@ def compile_in_child(configs: list[dict]) -> None:
                     "-m",
                     "lab.cli.kernel_cache",
                     json.dumps(share),
-                    *(["--standalone"] if i == len(shares) - 1 else []),
+                    *(([EVERY] if every else ["--standalone"]) if i == len(shares) - 1 else []),
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=errors,
@@ -161,6 +165,11 @@ def _note(runs: set[str]) -> None:
 
 def _call_kernels() -> None:
     """Each stand-alone kernel once, on small float64 arrays as the public functions pass them."""
+    _call_standalone("float64")
+
+
+def _call_standalone(dtype: str) -> None:
+    """Each stand-alone kernel once, on small `dtype` arrays as the public functions pass them."""
     import numpy as np
 
     from lab import kernels
@@ -168,10 +177,10 @@ def _call_kernels() -> None:
 
     lib, rng = kernels.backend("numba"), np.random.default_rng(0)
     n, M, k, d = 8, 4, 2, 3
-    clean, xi, ones = rng.normal(size=(n, M)), rng.normal(size=(n, M)), np.ones((n, M))
-    lib.noisy_top_k_gate_and_load(clean, rng.normal(size=(n, M)), xi, k)
-    lib.top_k_membership_counts(clean, ones, xi, k, 4, 0, False)
-    A, x, q = rng.normal(size=(k, d)), rng.normal(size=(n, d)), np.ones(n)
+    clean, raw, xi = (_normal(rng, dtype, n, M) for _ in range(3))
+    lib.noisy_top_k_gate_and_load(clean, raw, xi, k)
+    lib.top_k_membership_counts(clean, np.ones((n, M), dtype), xi, k, 4, 0, False)
+    A, x, q = _normal(rng, dtype, k, d), _normal(rng, dtype, n, d), np.ones(n, dtype)
     lib.l4_gradient(A, x, q, q, 1.0, 1.0, 0.1, 0.1, 0.1)
     for code in NOISE_CODES.values():
         lib.perturbed_argmax(clean, 0, code, 1.0, 2.0)
@@ -180,10 +189,54 @@ def _call_kernels() -> None:
     lib.softmax_gate(clean, rng.integers(0, M, n))
 
 
+def _call_every_kernel() -> None:
+    """Every kernel of `lab.kernels` on float64 and on float32 arrays, the model kernels called directly
+    too (as the tests and a user's own code call them), and the peak calibration of `replicate --timed`:
+    what `kernels --compile` adds to the commands' kernels."""
+    import numpy as np
+
+    from lab import kernels
+    from lab.kernels.activations import ACTIVATION_CODES
+    from lab.kernels.bench import peak
+
+    lib, rng = kernels.backend("numba"), np.random.default_rng(0)
+    n, M, J, d, R, S, Q = 8, 4, 3, 5, 2, 2, 3
+    for dtype in ("float64", "float32"):
+        _call_standalone(dtype)
+        lib.noise(lib.stream_key(0), np.arange(4, dtype=np.uint64), 0, 1.0, 2.0)
+        peak.chains(dtype, 1)
+        routes, coef = rng.integers(0, M, n), _normal(rng, dtype, n)
+        s, x, W, z = (
+            _normal(rng, dtype, *shape) for shape in ((n, d), (n, S + Q, d), (M, J, d), (n, S + Q, J))
+        )
+        lib.router_gradient(s, lib.router_logits(s, _normal(rng, dtype, d, M)))
+        signals, offset, scale, noise = (
+            _normal(rng, dtype, *shape) for shape in ((R, d), (d,), (n, S), (n, Q, d))
+        )
+        structure = (signals, offset, rng.integers(0, R, (n, S)), scale, noise)
+        for act in ACTIVATION_CODES.values():
+            lib.routed_forward(x, W, routes, act)
+            lib.routed_backward(x, z, routes, coef, M, act)
+            lib.routed_step(x, W, routes, coef, act)
+            lib.dense_forward(x, W, act)
+            lib.structured_forward(*structure, W, routes, act)
+            lib.structured_backward(*structure, z, routes, coef, M, act)
+            lib.structured_dense_forward(*structure, W, act)
+            for loss in lib.MARGIN_LOSS_CODES.values():
+                lib.structured_step(*structure, W, routes, coef, act, loss, _normal(rng, dtype, J))
+
+
+def _normal(rng, dtype: str, *shape: int):
+    """Standard normal draws of `shape` in `dtype`."""
+    return rng.normal(size=shape).astype(dtype)
+
+
 def _main(argv: list[str]) -> None:
     """A child's work: a JSON list of short runs, each `[module:function, configuration]` (and, with
-    `--standalone`, the stand-alone kernels)."""
-    if "--standalone" in argv:
+    `--standalone`, the stand-alone kernels; with `--every-kernel`, every kernel in both dtypes)."""
+    if EVERY in argv:
+        _call_every_kernel()  # the stand-alone kernels among them
+    elif "--standalone" in argv:
         _call_kernels()
     for where, config in json.loads(argv[0]):
         module, name = where.split(":")

@@ -1,5 +1,6 @@
 """`python -m lab kernels --compile-profile`: what each kernel specialization the lab uses costs to compile;
-`--compile`: fill Numba's cache with them (the test session does, before its workers start).
+`--compile`: fill Numba's cache with them and with every kernel in both dtypes, as direct calls reach
+them (the test session does, before its workers start).
 
 The measuring is `lab.kernels.compile_profile`'s; this adapter names what reaches the kernels, as the
 commands reach them (`lab.cli.kernel_cache`): the stand-alone kernels (`_call_kernels`; every command
@@ -137,9 +138,9 @@ def _compile(args: argparse.Namespace) -> int:
     from lab.cli.kernel_cache import compile_in_child
 
     configs = [config for _, found in command_configs(Path(args.sweeps)) for config in found]
-    compile_in_child(configs)
+    compile_in_child(configs, every=True)
     distinct = len({json.dumps(config, sort_keys=True) for config in configs})  # verify's are replicate's too
-    print(f"Numba's cache holds the kernels of {distinct} run configurations and the stand-alone kernels")
+    print(f"Numba's cache holds the kernels of {distinct} run configurations and every kernel in both dtypes")
     return 0
 
 
@@ -169,8 +170,8 @@ def configure(parser: argparse.ArgumentParser):
     what.add_argument(
         "--compile",
         action="store_true",
-        help="compile into Numba's cache every kernel the commands use (two child processes), so that "
-        "later processes, such as the test workers, load them",
+        help="compile into Numba's cache every kernel the commands use, and every kernel in float64 and "
+        "float32 (two child processes), so that later processes, such as the test workers, load them",
     )
     what.add_argument("--figure", metavar="JSON", help="only redraw the figure beside a written profile")
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"the summary JSON (default {DEFAULT_OUT})")

@@ -139,16 +139,42 @@ def test_a_cache_noted_complete_starts_no_child_until_it_changes(tmp_path, monke
     monkeypatch.setattr(kernel_cache.subprocess, "Popen", lambda argv, **_: started.append(argv) or _Done())
     runs = kernel_cache.check_training_config()
 
-    def children(configs) -> int:
+    def children(configs, every=False) -> int:
         before = len(started)
-        kernel_cache.compile_in_child(configs)
+        kernel_cache.compile_in_child(configs, every)
         return len(started) - before
 
     assert children(runs) >= 1  # no note yet
     assert children(runs) == children(runs[:1]) == children([]) == 0  # what the note holds
     assert children(kernel_cache.every_training_config()) >= 1  # more than it holds
+    assert children(runs, every=True) >= 1 and kernel_cache.EVERY in started[-1]  # every kernel: not yet
+    assert children(runs, every=True) == children(runs) == 0  # now noted
     (tmp_path / "lab" / "kernels").mkdir(parents=True)
     (tmp_path / "lab" / "kernels" / "a.nbi").write_bytes(b"")  # the cache changed: children check it
     assert children(runs) >= 1 and children(runs) == 0
     (tmp_path / kernel_cache.NOTE).write_text("{damaged")  # a damaged note is no note, never an error
     assert children(runs) >= 1 and children(runs) == 0
+
+
+EVERY_PROBE = """
+import json
+from lab.cli.kernel_cache import _call_every_kernel
+from lab.cli.kernels import kernel_modules
+from lab.kernels.compile_profile import dispatchers
+_call_every_kernel()
+found = dispatchers([*kernel_modules(), "lab.kernels.bench.peak"])
+print(json.dumps({name: [str(sig) for sig in d.signatures] for name, d in found.items()}))
+"""
+
+
+def test_every_kernel_is_called_in_both_dtypes():
+    """`kernels --compile`'s extra child reaches the model kernels as direct calls reach them (the
+    structured backward and the peak calibration among them), each on float64 and on float32 arrays."""
+    done = subprocess.run([sys.executable, "-c", EVERY_PROBE], capture_output=True, text=True, check=True)
+    reached = {name: sigs for name, sigs in json.loads(done.stdout.splitlines()[-1]).items() if sigs}
+    assert {"structured._structured_backward_chunks", "peak._chains"} <= set(reached)
+    for name, sigs in reached.items():
+        floats = {
+            dtype for dtype in ("float64", "float32") for sig in sigs if f"array({dtype}" in sig.lower()
+        }
+        assert floats in (set(), {"float64", "float32"}), (name, sigs)

@@ -50,14 +50,16 @@ def test_a_damaged_profile_is_one_line_and_exit_status_2(tmp_path: Path, capsys)
 
 def test_compile_hands_every_commands_configurations_to_the_compile_children(monkeypatch, capsys):
     """`--compile` fills the cache through `compile_in_child` with replicate's, verify's and the
-    replicate-task sweeps' run configurations, and prints one line."""
+    replicate-task sweeps' run configurations and every kernel in both dtypes, and prints one line."""
     from lab.cli import kernels
 
-    given: list[list[dict]] = []
-    monkeypatch.setattr("lab.cli.kernel_cache.compile_in_child", given.append)
+    given: list[tuple[list[dict], bool]] = []
+    monkeypatch.setattr(
+        "lab.cli.kernel_cache.compile_in_child", lambda configs, every=False: given.append((configs, every))
+    )
     assert main(["kernels", "--compile"]) == 0
     expected = [c for _, found in kernels.command_configs(Path("sweeps")) for c in found]
-    assert given == [expected]
+    assert given == [(expected, True)]
     commands = {command for command, _ in kernels.command_configs(Path("sweeps"))}
     assert commands == {"replicate", "verify", "sweep"}
     out = capsys.readouterr().out.strip()
