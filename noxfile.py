@@ -20,14 +20,16 @@ def _install(session: nox.Session, extras: str = "test") -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The CI tier: every test not marked slow (checks under the `ci` Hypothesis profile, benchmarks once),
-    one pytest-xdist worker per logical core, a test file's tests on one worker (its fixtures run once).
-    Without arguments Numba's cache is filled first (`python -m lab kernels --compile`, two children
-    splitting the work), so the workers load the kernels instead of each compiling the same ones; with
-    arguments (a subset, `nox -s tests -- tests/chen2022`) the workers compile what the subset needs."""
+    one pytest-xdist worker per logical core, a test file's tests on one worker (its fixtures run once),
+    the files longest first as `tests/durations.json` has them (`nox -s tests -- --store-durations`
+    rewrites it). Without arguments Numba's cache is filled first (`python -m lab kernels --compile`: the
+    commands' kernels and every kernel in both dtypes, two children splitting the work), so the workers
+    load the kernels instead of each compiling the same ones; with arguments (a subset,
+    `nox -s tests -- tests/chen2022`) the workers compile what the subset needs."""
     _install(session, "test,dask")
-    if not session.posargs:
+    if not set(session.posargs) - {"--store-durations"}:  # the whole suite
         session.run("python", "-m", "lab", "kernels", "--compile")
-    workers = ["--numprocesses", "logical", "--dist", "loadfile"]
+    workers = ["--numprocesses", "logical", "--dist", "loadfile", "--no-loadscope-reorder"]
     session.run("pytest", "--benchmark-disable", "-m", "not slow", *workers, *session.posargs)
 
 

@@ -1,17 +1,52 @@
-"""Hypothesis profiles `ci` (default), `dev` and `fuzz` (from `lab.testing`), a loopback Dask cluster,
-fake plugin packages, and the parsed arguments of `python -m lab replicate`."""
+"""Hypothesis profiles `ci` (default), `dev` and `fuzz` (from `lab.testing`), the test files longest
+first, a loopback Dask cluster, fake plugin packages, and the parsed arguments of `python -m lab
+replicate`."""
 
 import argparse
+import collections
 import importlib
 import itertools
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from lab.core.io import write_json_atomic
 from lab.testing import load_profile
 
 load_profile()
+
+DURATIONS = Path(__file__).with_name("durations.json")  # each test file's seconds, as last stored
+_SECONDS: collections.Counter = collections.Counter()
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--store-durations",
+        action="store_true",
+        help=f"write each test file's summed seconds to {DURATIONS.name}, the order the next runs take",
+    )
+
+
+def pytest_collection_modifyitems(items):
+    """The files longest first by `durations.json` (new files after them), each file's tests in their own
+    order: pytest-xdist (`--dist loadfile --no-loadscope-reorder`) hands the files out in this order, so
+    no long file starts last while the other worker idles."""
+    try:
+        seconds = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0.0))  # stable: a file stays whole
+
+
+def pytest_runtest_logreport(report):
+    _SECONDS[report.nodeid.split("::")[0]] += report.duration
+
+
+def pytest_sessionfinish(session):
+    if session.config.getoption("store_durations") and not hasattr(session.config, "workerinput"):
+        write_json_atomic(DURATIONS, {f: round(s, 1) for f, s in sorted(_SECONDS.items())})
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""noxfile.py's verify and plugin sessions, run against a stand-in for nox that records each command:
-arguments add to `verify`'s defaults, and the plugin's tests run whatever its verdicts."""
+"""noxfile.py's tests, verify and plugin sessions, run against a stand-in for nox that records each command:
+the whole suite fills the kernel cache first and takes the files longest first, arguments add to
+`verify`'s defaults, and the plugin's tests run whatever its verdicts."""
 
 import contextlib
 import importlib.util
@@ -126,3 +127,19 @@ def test_the_plugins_tests_run_whatever_its_verdicts(noxfile, failing, says):
         ("examples/switch-aux-loss", "pytest"),
     ]
     assert session.runs[0][1][3:6] == ["verify", "--only", "SW1"]
+
+
+@pytest.mark.parametrize(
+    "posargs, fills",
+    [([], True), (["--store-durations"], True), (["tests/chen2022"], False), (["-k", "gate"], False)],
+)
+def test_the_whole_suite_fills_the_cache_first_and_takes_the_files_in_the_stored_order(
+    noxfile, posargs, fills
+):
+    session = FakeSession(posargs)
+    noxfile.tests(session)
+    commands = [args for _, args in session.runs]
+    assert (commands[0] == ["python", "-m", "lab", "kernels", "--compile"]) is fills
+    pytest_args = commands[-1]
+    assert pytest_args[0] == "pytest" and pytest_args[len(pytest_args) - len(posargs) :] == posargs
+    assert {"--dist", "loadfile", "--no-loadscope-reorder"} <= set(pytest_args)
