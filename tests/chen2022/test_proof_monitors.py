@@ -247,7 +247,12 @@ def test_a_monitored_run_does_not_depend_on_the_blas_thread_count(monkeypatch):
     monkeypatch.setattr(backend("numpy"), "router_logits", _router_logits_by_blas_threads)
     with threadpool_limits(limits=2, user_api="blas"):
         if _blas_threads() < 2:
-            pytest.skip("this BLAS runs one thread at most here, so no thread count can change a product")
+            from threadpoolctl import threadpool_info  # which library said so, should this ever skip
+
+            found = [(i["filepath"], i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas"]
+            pytest.skip(
+                f"this BLAS runs one thread at most here, so no thread count can change a product: {found}"
+            )
         pinned = monitored_run(50, seed=2, n_per_d=80, cfg=blas)["series"]
         unpinned = monitored_run.__wrapped__(50, seed=2, n_per_d=80, cfg=blas)["series"]
     with threadpool_limits(limits=1, user_api="blas"):
