@@ -8,6 +8,7 @@ import importlib
 import itertools
 import json
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,10 @@ def pytest_collection_modifyitems(items):
     no long file starts last while the other worker idles."""
     try:
         seconds = json.loads(DURATIONS.read_text())
-    except (OSError, ValueError):
+    except OSError:
+        return
+    except ValueError as exc:  # named, never a traceback: the files then run in collection order
+        warnings.warn(f"{DURATIONS} is damaged ({exc}); the test files run in collection order", stacklevel=1)
         return
     items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0.0))  # stable: a file stays whole
 
