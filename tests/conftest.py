@@ -6,51 +6,43 @@ import argparse
 import collections
 import importlib
 import itertools
-import json
 import textwrap
-import warnings
 from pathlib import Path
 
 import pytest
 
-from lab.core.io import write_json_atomic
 from lab.testing import load_profile
+from tests import durations
 
 load_profile()
 
-DURATIONS = Path(__file__).with_name("durations.json")  # each test file's seconds, as last stored
-_SECONDS: collections.Counter = collections.Counter()
+_SECONDS: collections.Counter = collections.Counter()  # each test file's seconds in this session
 
 
 def pytest_addoption(parser):
     parser.addoption(
         "--store-durations",
         action="store_true",
-        help=f"write each test file's summed seconds to {DURATIONS.name}, the order the next runs take",
+        help="after a passing run, write each test file's seconds to tests/durations.json (the order of "
+        "the next runs)",
     )
 
 
 def pytest_collection_modifyitems(items):
-    """The files longest first by `durations.json` (new files after them), each file's tests in their own
-    order: pytest-xdist (`--dist loadfile --no-loadscope-reorder`) hands the files out in this order, so
-    no long file starts last while the other worker idles."""
-    try:
-        seconds = json.loads(DURATIONS.read_text())
-    except OSError:
-        return
-    except ValueError as exc:  # named, never a traceback: the files then run in collection order
-        warnings.warn(f"{DURATIONS} is damaged ({exc}); the test files run in collection order", stacklevel=1)
-        return
-    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0.0))  # stable: a file stays whole
+    """The files longest first (`tests.durations`): pytest-xdist (`--dist loadfile
+    --no-loadscope-reorder`) hands them out in this order, so no long file starts last while the other
+    worker idles."""
+    durations.longest_first(items, durations.load(durations.DURATIONS))
 
 
 def pytest_runtest_logreport(report):
-    _SECONDS[report.nodeid.split("::")[0]] += report.duration
+    _SECONDS[durations.file_of(report.nodeid)] += report.duration  # the controller gets every worker's
 
 
-def pytest_sessionfinish(session):
-    if session.config.getoption("store_durations") and not hasattr(session.config, "workerinput"):
-        write_json_atomic(DURATIONS, {f: round(s, 1) for f, s in sorted(_SECONDS.items())})
+def pytest_sessionfinish(session, exitstatus):
+    stored = session.config.getoption("store_durations") and not hasattr(session.config, "workerinput")
+    if stored and exitstatus == 0:
+        durations.store(durations.DURATIONS, _SECONDS)
 
 
 @pytest.fixture(scope="module")

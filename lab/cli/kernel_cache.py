@@ -201,9 +201,9 @@ def _call_every_kernel() -> None:
 
     lib, rng = kernels.backend("numba"), np.random.default_rng(0)
     n, M, J, d, R, S, Q = 8, 4, 3, 5, 2, 2, 3
+    lib.noise(lib.stream_key(0), np.arange(4, dtype=np.uint64), 0, 1.0, 2.0)  # uint64 index: its own kernel
     for dtype in ("float64", "float32"):
         _call_standalone(dtype)
-        lib.noise(lib.stream_key(0), np.arange(4, dtype=np.uint64), 0, 1.0, 2.0)
         peak.chains(dtype, 1)
         routes, coef = rng.integers(0, M, n), _normal(rng, dtype, n)
         s, x, W, z = (
@@ -214,7 +214,7 @@ def _call_every_kernel() -> None:
             _normal(rng, dtype, *shape) for shape in ((R, d), (d,), (n, S), (n, Q, d))
         )
         structure = (signals, offset, rng.integers(0, R, (n, S)), scale, noise)
-        for act in ACTIVATION_CODES.values():
+        for act in ACTIVATION_CODES.values():  # a run-time code: only the structured step picks kernels by it
             lib.routed_forward(x, W, routes, act)
             lib.routed_backward(x, z, routes, coef, M, act)
             lib.routed_step(x, W, routes, coef, act)
