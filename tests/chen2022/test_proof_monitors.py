@@ -207,11 +207,18 @@ def test_the_sweep_task_takes_the_schedule_as_a_parameter():
         task.run({**params, "schedule": "tight"})
 
 
-def _blas_threads() -> int:
-    """The number of threads the loaded BLAS libraries are allowed now (1 where none is found)."""
+def _blas_libraries() -> list[tuple[str, int]]:
+    """Each loaded BLAS library's file and the number of threads it is allowed now."""
     from threadpoolctl import threadpool_info
 
-    return min((info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"), default=1)
+    return [
+        (info["filepath"], info["num_threads"]) for info in threadpool_info() if info["user_api"] == "blas"
+    ]
+
+
+def _blas_threads() -> int:
+    """The number of threads the loaded BLAS libraries are allowed now (1 where none is found)."""
+    return min((threads for _, threads in _blas_libraries()), default=1)
 
 
 def _router_logits_by_blas_threads(s, Theta):
@@ -246,12 +253,10 @@ def test_a_monitored_run_does_not_depend_on_the_blas_thread_count(monkeypatch):
 
     monkeypatch.setattr(backend("numpy"), "router_logits", _router_logits_by_blas_threads)
     with threadpool_limits(limits=2, user_api="blas"):
-        if _blas_threads() < 2:
-            from threadpoolctl import threadpool_info  # which library said so, should this ever skip
-
-            found = [(i["filepath"], i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas"]
+        if _blas_threads() < 2:  # the libraries named, should this ever skip
             pytest.skip(
-                f"this BLAS runs one thread at most here, so no thread count can change a product: {found}"
+                "this BLAS runs one thread at most here, so no thread count can change a product: "
+                f"{_blas_libraries()}"
             )
         pinned = monitored_run(50, seed=2, n_per_d=80, cfg=blas)["series"]
         unpinned = monitored_run.__wrapped__(50, seed=2, n_per_d=80, cfg=blas)["series"]
