@@ -22,10 +22,13 @@ that need what they concern (`checks(["C1"])` runs while an unrelated plugin is 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
+import os
 import pkgutil
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -289,10 +292,6 @@ def collect(root: ModuleType) -> Iterator[tuple[Declaration, str]]:
             yield from _declarations(importlib.import_module(info.name))
 
 
-def _package(entry: EntryPoint) -> str:
-    return entry.dist.name if entry.dist is not None else entry.value.split(".")[0]
-
-
 def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: " + (str(exc).strip().splitlines() or [""])[0]
 
@@ -325,9 +324,31 @@ def _own(entry: EntryPoint) -> bool:
     return entry.value.split(".")[0] in LAB_MODULES
 
 
-def _ordered(entries: Iterable[EntryPoint]) -> list[EntryPoint]:
-    """The light plugins first, then the lab's own (so a conflict names the lab first), then by package."""
-    return sorted(entries, key=lambda e: (e.name not in LIGHT_PLUGINS, not _own(e), _package(e), e.name))
+def _plugins() -> tuple[tuple[EntryPoint, str], ...]:
+    """Every `moe_lab.plugins` entry point with its package: the light plugins first, then the lab's own
+    (so a conflict names the lab first), then by package. Read again only when a folder on `sys.path`
+    changed (installing a distribution adds a folder to one): reading each installed distribution's
+    metadata, as `entry_points` and `EntryPoint.dist` do on every call, took most of a lookup."""
+    return _plugins_in(tuple((place, _mtime(place)) for place in sys.path))
+
+
+def _mtime(place: str) -> int | None:
+    try:
+        return os.stat(place or ".").st_mtime_ns
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def _plugins_in(_places: tuple[tuple[str, int | None], ...]) -> tuple[tuple[EntryPoint, str], ...]:
+    """`_plugins` of one state of the `sys.path` folders."""
+    found = [
+        (e, e.dist.name if e.dist is not None else e.value.split(".")[0])
+        for e in entry_points(group=PLUGIN_GROUP)
+    ]
+    return tuple(
+        sorted(found, key=lambda p: (p[0].name not in LIGHT_PLUGINS, not _own(p[0]), p[1], p[0].name))
+    )
 
 
 def _light_module(entry: EntryPoint) -> ModuleType | None:
@@ -339,14 +360,15 @@ def _light_module(entry: EntryPoint) -> ModuleType | None:
     return importlib.import_module(f"{entry.module}.{LIGHT_MODULE}")
 
 
-def _load(entries: Iterable[EntryPoint], light: bool = False) -> dict[str, dict[str, Declaration]]:
-    """Collect the declarations of `entries` not loaded yet into the registries (with `light`, those of each
-    one's `LIGHT_MODULE` only); returns them.
+def _load(
+    plugins: Iterable[tuple[EntryPoint, str]], light: bool = False
+) -> dict[str, dict[str, Declaration]]:
+    """Collect the declarations of `plugins` (`_plugins`: entry point, package) not loaded yet into the
+    registries, in their order (with `light`, those of each one's `LIGHT_MODULE` only); returns them.
 
     A plugin of another package that fails to import is recorded as a conflict (when it is loaded whole);
     the lab's own raise."""
-    for entry in _ordered(entries):
-        package = _package(entry)
+    for entry, package in plugins:
         key = (package, f"{entry.name}.{LIGHT_MODULE}" if light else entry.name)
         if key in _LOADED or (package, entry.name) in _LOADED:
             continue
@@ -369,7 +391,7 @@ def _load(entries: Iterable[EntryPoint], light: bool = False) -> dict[str, dict[
 
 def load_plugins() -> dict[str, dict[str, Declaration]]:
     """Fill the registries once from every `moe_lab.plugins` entry point; returns them by kind."""
-    return _load(entry_points(group=PLUGIN_GROUP))
+    return _load(_plugins())
 
 
 def refuse(kind: str, names: Iterable[str] | None = None) -> None:
@@ -397,14 +419,14 @@ def find(kind: str, name: str) -> Any | None:
     """The declaration of `kind` called `name`, loading plugins only until it is found: the light plugins,
     then each other plugin's `LIGHT_MODULE`, then the others whole; Refusal if the name is in conflict, or
     unknown while a plugin failed to import."""
-    entries = _ordered(entry_points(group=PLUGIN_GROUP))
-    light = [e for e in entries if e.name in LIGHT_PLUGINS]
-    rest = [e for e in entries if e.name not in LIGHT_PLUGINS]
-    steps = [(e, False) for e in light] + [(e, True) for e in rest] + [(e, False) for e in rest]
-    for entry, only_light in steps:
+    plugins = _plugins()
+    light = [p for p in plugins if p[0].name in LIGHT_PLUGINS]
+    rest = [p for p in plugins if p[0].name not in LIGHT_PLUGINS]
+    steps = [(p, False) for p in light] + [(p, True) for p in rest] + [(p, False) for p in rest]
+    for plugin, only_light in steps:
         if name in _REGISTRY[kind]:
             break
-        _load([entry], only_light)
+        _load([plugin], only_light)
     refuse(kind, [name])
     found = _REGISTRY[kind].get(name)
     if found is None:
