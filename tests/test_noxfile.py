@@ -30,7 +30,7 @@ class FakeSession:
 
     def __init__(self, posargs=(), failing=()):
         self.posargs, self.failing = list(posargs), dict(failing)
-        self.runs, self.folder = [], "."
+        self.runs, self.folder, self.env = [], ".", {}
 
     def install(self, *args):
         pass
@@ -143,3 +143,12 @@ def test_the_whole_suite_fills_the_cache_first_and_takes_the_files_in_the_stored
     pytest_args = commands[-1]
     assert pytest_args[0] == "pytest" and pytest_args[len(pytest_args) - len(posargs) :] == posargs
     assert {"--dist", "loadfile", "--no-loadscope-reorder"} <= set(pytest_args)
+
+
+@pytest.mark.parametrize("name", ["tests", "verify", "plugin"])
+def test_the_sessions_processes_may_write_bytecode_caches(noxfile, name):
+    """PYTHONDONTWRITEBYTECODE emptied (unset, for Python) in the sessions, so that a new environment's
+    processes compile each module's source once, not once each."""
+    session = FakeSession()
+    getattr(noxfile, name)(session)
+    assert session.env == {"PYTHONDONTWRITEBYTECODE": ""}
