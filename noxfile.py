@@ -28,7 +28,7 @@ def tests(session: nox.Session) -> None:
     one pytest-xdist worker per logical core, a test file's tests on one worker (its fixtures run once),
     the files longest first as `tests/durations.json` has them (`nox -s tests -- --store-durations`
     rewrites it). Without arguments Numba's cache is filled first (`python -m lab kernels --compile`: the
-    commands' kernels and every kernel in both dtypes, two children splitting the work), so the workers
+    commands' kernels and every kernel in both dtypes, two children, one per dtype), so the workers
     load the kernels instead of each compiling the same ones; with arguments (a subset,
     `nox -s tests -- tests/chen2022`) the workers compile what the subset needs."""
     _install(session, "test,dask")
