@@ -80,6 +80,18 @@ def client():
 
 
 @pytest.fixture
+def without_figures(request, monkeypatch):
+    """A replication's figures left undrawn (two thirds of a small target's `replicate`), for the tests of
+    its runs, stores and summaries, which look at none; a test marked `figures` draws them, as the tests of
+    the figures themselves (`tests/chen2022/test_replicate_figures.py`) and of the commands do."""
+    if request.node.get_closest_marker("figures") is None:
+        from lab.chen2022 import replicate
+
+        monkeypatch.setattr(replicate, "write_figures", lambda stem, records, out: [])
+        monkeypatch.setattr(replicate, "write_cells_figure", lambda target, folder: None)
+
+
+@pytest.fixture
 def registered():
     """`registered(fn_or_declaration)` puts it into its registry for one test and takes it out after."""
     from lab.core import registry

@@ -14,6 +14,8 @@ from lab.chen2022 import replicate as R
 from lab.cli import replicate as cli
 from lab.cli.main import main
 
+pytestmark = pytest.mark.usefixtures("without_figures")  # none of these tests looks at them
+
 ARGV = ["replicate", "table1", "--quiet", "--check"]
 CELL = "single (linear), 128 filters"
 

@@ -28,6 +28,8 @@ from lab.core.keys import task_key
 from lab.core.store import SweepStore
 from lab.sweeps.sweep import task_code
 
+pytestmark = pytest.mark.usefixtures("without_figures")  # only the test marked `figures` looks at them
+
 
 def test_targets_are_registered():
     assert {"table1", "table3", "table7", "table10", "table11"} <= set(registry.replications())
@@ -125,6 +127,7 @@ def test_run_one_reference_code_variant(tiny):
             assert record["test_accuracy_routing"] == "noisy"
 
 
+@pytest.mark.figures
 def test_replicate_target_writes_reports_and_resumes(tiny, replicate_args, tmp_path, monkeypatch):
     args = replicate_args(settings=[1], seeds=2)
     assert R.run_target("table1", args) == 0

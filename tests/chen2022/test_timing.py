@@ -20,6 +20,8 @@ from lab.docs.templating import render
 from lab.docs.timing_section import floor_minutes, model_times, same_code, timing_values
 from tests.rounding import rounded
 
+pytestmark = pytest.mark.usefixtures("without_figures")  # none of these tests looks at them
+
 
 @pytest.fixture
 def short_runs(monkeypatch):

@@ -11,6 +11,8 @@ from lab.cli import replicate as cli
 from lab.cli.main import main
 from lab.core import registry
 
+pytestmark = pytest.mark.usefixtures("without_figures")  # none of these tests looks at them
+
 
 @pytest.fixture
 def short_runs(monkeypatch):
