@@ -43,7 +43,8 @@ from lab.core.registry import TrainingRuns
 
 NOTE = "kernels-compiled.json"  # beside the cache: what children have completed it with
 EVERY = "--every-kernel"  # the child's flag, and the note's entry, for `_call_every_kernel`
-BOTH = "float64,float32"  # the dtypes of `--every-kernel` in one child
+DTYPES = ("float64", "float32")  # the float dtypes of the kernels' arrays
+LOCK = "kernels-cache.lock"  # beside the note: held by each child while it saves a cache entry
 
 
 def _training() -> list[TrainingRuns]:
@@ -81,9 +82,10 @@ def compile_in_child(configs: list[dict], every: bool = False) -> None:
     set apart (`TrainingRuns.apart`) and the stand-alone kernels, one for the rest (the structured MoE
     runs, which alone take about as long to compile as the other two); RuntimeError with a child's last
     line if one fails (a bug). With `every`, every kernel is also called directly in both dtypes
-    (`_call_every_kernel`), split by dtype instead: one child the short runs (all float64) and every
-    kernel on float64 arrays, the other every kernel on float32 arrays; the two share no specialization,
-    which the split by run does (the fill took 27.4 s against 34.8 s on an empty cache, two cores)."""
+    (`_call_every_kernel`), and the work is split by dtype instead: each child the short runs and every
+    kernel of one dtype, which share fewer specializations than a split by run does (the fill took
+    27.4 s against 34.8 s on an empty cache, two cores). The children save cache entries one at a time
+    (`_serialized_cache_writes`)."""
     short = _short(configs)
     runs = [[_where(training.run), config] for training, config in short]
     asked = {json.dumps(run, sort_keys=True) for run in runs} | ({EVERY} if every else set())
@@ -92,8 +94,11 @@ def compile_in_child(configs: list[dict], every: bool = False) -> None:
         return
     apart = [run for run, (training, config) in zip(runs, short, strict=True) if training.apart(config)]
     two = machine_cores() > 1
-    if every:
-        shares = [(runs, [EVERY, "float64"]), ([], [EVERY, "float32"])] if two else [(runs, [EVERY, BOTH])]
+    if every and two:
+        single = [run for run in runs if run[1].get("dtype") == "float32"]
+        shares = [([r for r in runs if r not in single], [EVERY, "float64"]), (single, [EVERY, "float32"])]
+    elif every:
+        shares = [(runs, [EVERY, ",".join(DTYPES)])]
     elif apart and two:
         shares = [([r for r in runs if r not in apart], []), (apart, ["--standalone"])]
     else:
@@ -185,7 +190,7 @@ def _call_kernels(dtype: str = "float64") -> None:
     lib.softmax_gate(clean, rng.integers(0, M, n))
 
 
-def _call_every_kernel(dtypes: tuple[str, ...] = ("float64", "float32")) -> None:
+def _call_every_kernel(dtypes: tuple[str, ...] = DTYPES) -> None:
     """Every kernel of `lab.kernels` on arrays of each of `dtypes`, the model kernels called directly too
     (as the tests and a user's own code call them), and the peak calibration of `replicate --timed`:
     what `kernels --compile` adds to the commands' kernels (the noise kernel's uint64 index, which takes
@@ -230,10 +235,34 @@ def _normal(rng, dtype: str, *shape: int):
     return rng.normal(size=shape).astype(dtype)
 
 
+def _serialized_cache_writes() -> None:
+    """Numba saves a cache entry by reading its function's index, adding the entry and writing the index
+    back, unlocked: two children saving two signatures of one function at once could lose one entry, or
+    leave both pointing at one data file (the other signature's machine code run on these arrays). In
+    this process each save holds an exclusive lock on one file beside the note (`LOCK`); loads need none
+    (Numba writes each file whole, then renames it)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, as Numba alone
+        return
+    from numba.core import caching
+
+    save, path = caching.IndexDataCacheFile.save, _cache()[1].with_name(LOCK)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def locked(self, key, data):
+        with open(path, "a") as lock:  # unlocked when closed
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            save(self, key, data)
+
+    caching.IndexDataCacheFile.save = locked
+
+
 def _main(argv: list[str]) -> None:
     """A child's work: a JSON list of short runs, each `[module:function, configuration]` (and, with
     `--standalone`, the stand-alone kernels; with `--every-kernel DTYPES`, every kernel in each of these
     comma-separated dtypes)."""
+    _serialized_cache_writes()
     if EVERY in argv:  # the stand-alone kernels among them
         _call_every_kernel(tuple(argv[argv.index(EVERY) + 1].split(",")))
     elif "--standalone" in argv:

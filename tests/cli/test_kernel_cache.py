@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numba
@@ -14,6 +16,7 @@ import pytest
 from lab.chen2022 import replicate as R
 from lab.cli import kernel_cache, verify
 from lab.cli.kernel_cache import check_training_config
+from lab.cli.kernels import command_configs
 from lab.cli.main import main
 from lab.core import registry
 from lab.core.records import report_record
@@ -136,10 +139,7 @@ class _Done:
         return 0
 
 
-def test_a_cache_noted_complete_starts_no_child_until_it_changes(tmp_path, monkeypatch):
-    started = []
-    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kernel_cache.subprocess, "Popen", lambda argv, **_: started.append(argv) or _Done())
+def test_a_cache_noted_complete_starts_no_child_until_it_changes(tmp_path, started):
     runs = kernel_cache.check_training_config()
 
     def children(configs, every=False) -> int:
@@ -159,23 +159,77 @@ def test_a_cache_noted_complete_starts_no_child_until_it_changes(tmp_path, monke
     assert children(runs) >= 1 and children(runs) == 0
 
 
-@pytest.mark.parametrize("cores", [1, 2])
-def test_every_kernel_is_split_by_dtype_between_two_children(tmp_path, monkeypatch, cores):
-    """`kernels --compile` on two cores: the short runs (all float64) with every kernel on float64 arrays
-    in one child, every kernel on float32 arrays in the other; on one core, one child does both."""
-    started = []
+@pytest.fixture
+def started(tmp_path, monkeypatch) -> list[list[str]]:
+    """The argv of each child `compile_in_child` starts (none runs), with a cache of its own."""
+    argvs: list[list[str]] = []
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cache.subprocess, "Popen", lambda argv, **_: argvs.append(argv) or _Done())
+    return argvs
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_every_kernel_is_split_by_dtype_between_two_children(started, monkeypatch, cores):
+    """`kernels --compile` on two cores: each child the short runs and every kernel of one dtype (the
+    sweeps train float32 runs too); on one core, one child does both."""
     monkeypatch.setattr(kernel_cache, "machine_cores", lambda: cores)
-    monkeypatch.setattr(kernel_cache.subprocess, "Popen", lambda argv, **_: started.append(argv) or _Done())
-    configs = kernel_cache.every_training_config()
+    configs = [config for _, found in command_configs(ROOT / "sweeps") for config in found]
     kernel_cache.compile_in_child(configs, every=True)
-    shares = [(len(json.loads(argv[3])), argv[4:]) for argv in started]
-    runs = len(kernel_cache._short(configs))
-    assert {config["dtype"] for _, config in json.loads(started[0][3])} == {"float64"}
+    shares = [({config["dtype"] for _, config in json.loads(argv[3])}, argv[4:]) for argv in started]
+    assert sum(len(json.loads(argv[3])) for argv in started) == len(kernel_cache._short(configs))
     if cores == 1:
-        assert shares == [(runs, [kernel_cache.EVERY, "float64,float32"])]
+        assert shares == [({"float64", "float32"}, [kernel_cache.EVERY, "float64,float32"])]
     else:
-        assert shares == [(runs, [kernel_cache.EVERY, "float64"]), (0, [kernel_cache.EVERY, "float32"])]
+        assert shares == [
+            ({"float64"}, [kernel_cache.EVERY, "float64"]),
+            ({"float32"}, [kernel_cache.EVERY, "float32"]),
+        ]
+
+
+def test_a_child_calls_every_kernel_in_the_dtypes_it_is_given(monkeypatch):
+    called = []
+    monkeypatch.setattr(kernel_cache, "_serialized_cache_writes", lambda: None)
+    monkeypatch.setattr(kernel_cache, "_call_every_kernel", called.append)
+    kernel_cache._main(["[]", kernel_cache.EVERY, "float32"])
+    kernel_cache._main(["[]", kernel_cache.EVERY, "float64,float32"])
+    assert called == [("float32",), ("float64", "float32")]
+
+
+@pytest.mark.parametrize("serialized", [True, False])
+def test_two_saves_of_one_functions_index_at_once_keep_both_entries_only_under_the_lock(
+    tmp_path, monkeypatch, serialized
+):
+    """Two threads save two signatures of one function while each holds the index it read (a slowed
+    read): under the children's lock both entries stay, each with its own data file; without it (Numba
+    alone, the control) the second write of the index drops the first entry."""
+    from numba.core import caching
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(caching.IndexDataCacheFile, "save", caching.IndexDataCacheFile.save)  # restored after
+    read = caching.IndexDataCacheFile._load_index
+
+    def slow_read(self):
+        index = read(self)
+        time.sleep(0.3)
+        return index
+
+    monkeypatch.setattr(caching.IndexDataCacheFile, "_load_index", slow_read)
+    if serialized:
+        kernel_cache._serialized_cache_writes()
+    files = [caching.IndexDataCacheFile(str(tmp_path), "kernel", "stamp") for _ in range(2)]
+    threads = [
+        threading.Thread(target=f.save, args=(key, key)) for f, key in zip(files, ("f64", "f32"), strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    index = read(files[0])
+    if serialized:
+        assert sorted(index) == ["f32", "f64"] and len(set(index.values())) == 2
+        assert [files[0].load(key) for key in ("f64", "f32")] == ["f64", "f32"]
+    else:
+        assert len(index) == 1
 
 
 EVERY_PROBE = """
