@@ -172,7 +172,8 @@ class TrainingRuns(Declaration):
     before it computes (`lab.cli.kernel_cache`). `every()`: one run configuration of each model that the
     declaring package's replications train; `short(configs)`: one short run per configuration among
     `configs` whose kernels differ; `apart(config)`: whether a short run goes to the second child on two
-    cores or more (its kernels barely shared with the others', so the two children compile apart);
+    cores or more (its kernels barely shared with the others', so the two children compile apart; the
+    fill of every kernel, `kernels --compile`, splits by dtype instead);
     `run(config)`: runs one (the child imports its module alone); `checks()`: run configurations whose
     short runs reach the kernels the package's training checks use (what `verify` has compiled first)."""
 
@@ -327,20 +328,22 @@ def _own(entry: EntryPoint) -> bool:
 def _plugins() -> tuple[tuple[EntryPoint, str], ...]:
     """Every `moe_lab.plugins` entry point with its package: the light plugins first, then the lab's own
     (so a conflict names the lab first), then by package. Read again only when a folder on `sys.path`
-    changed (installing a distribution adds a folder to one): reading each installed distribution's
-    metadata, as `entry_points` and `EntryPoint.dist` do on every call, took most of a lookup."""
-    return _plugins_in(tuple((place, _mtime(place)) for place in sys.path))
+    changed (installing a distribution adds a folder to one) or after `importlib.invalidate_caches()`, as
+    the standard library reads its folder listings again: reading each installed distribution's metadata,
+    as `entry_points` and `EntryPoint.dist` do on every call, took most of a lookup."""
+    return _plugins_in(tuple((os.path.abspath(place), _stamp(place)) for place in sys.path))
 
 
-def _mtime(place: str) -> int | None:
+def _stamp(place: str) -> tuple[int, int] | None:
     try:
-        return os.stat(place or ".").st_mtime_ns
+        found = os.stat(place or ".")
     except OSError:
         return None
+    return found.st_ino, found.st_mtime_ns
 
 
 @functools.lru_cache(maxsize=4)
-def _plugins_in(_places: tuple[tuple[str, int | None], ...]) -> tuple[tuple[EntryPoint, str], ...]:
+def _plugins_in(_places: tuple) -> tuple[tuple[EntryPoint, str], ...]:
     """`_plugins` of one state of the `sys.path` folders."""
     found = [
         (e, e.dist.name if e.dist is not None else e.value.split(".")[0])
@@ -349,6 +352,22 @@ def _plugins_in(_places: tuple[tuple[str, int | None], ...]) -> tuple[tuple[Entr
     return tuple(
         sorted(found, key=lambda p: (p[0].name not in LIGHT_PLUGINS, not _own(p[0]), p[1], p[0].name))
     )
+
+
+class _ForgetPlugins:
+    """A finder that finds nothing, last on `sys.meta_path`: `importlib.invalidate_caches()` tells it to
+    forget the plugins read (`_plugins_in`)."""
+
+    @staticmethod
+    def find_spec(*_args: object) -> None:
+        return None
+
+    @staticmethod
+    def invalidate_caches() -> None:
+        _plugins_in.cache_clear()
+
+
+sys.meta_path.append(_ForgetPlugins)
 
 
 def _light_module(entry: EntryPoint) -> ModuleType | None:

@@ -1,5 +1,6 @@
 """Declarations, stable names and seeds: importing a module registers nothing; the loader collects."""
 
+import os
 import types
 
 import pytest
@@ -103,3 +104,22 @@ def test_find_searches_each_plugin_packages_light_module_before_loading_any_scie
     assert found.run.__module__ == f"lab.chen2022.{registry.LIGHT_MODULE}"
     assert {name for _, name in registry._LOADED if "." not in name} == set(registry.LIGHT_PLUGINS)
     assert registry.find("runner", "tasks").name == "tasks"  # lab.sweeps' runner, light too
+
+
+def test_a_plugin_installed_after_a_lookup_is_found_even_within_one_folder_time_stamp(
+    install_plugin, tmp_path
+):
+    """The plugin listing is read once per state of the `sys.path` folders; a second install into the
+    folder the first went to is found even when the folder keeps its time stamp (a coarse clock), since
+    installing calls `importlib.invalidate_caches()`, which clears the listing as it clears the standard
+    library's."""
+    source = (
+        "from lab.core.registry import register\n\n@register('{}', name='{}')\ndef c(s, t):\n    return []\n"
+    )
+    install_plugin("first-plugin", source.format("S7", "first.check"))
+    assert registry.find("check", "first.check") is not None
+    stamp = tmp_path.stat().st_mtime_ns
+    install_plugin("second-plugin", source.format("S8", "second.check"))
+    os.utime(tmp_path, ns=(stamp, stamp))  # the folder as if in one tick of its clock
+    assert registry.find("check", "second.check") is not None
+    assert registry._plugins() is registry._plugins()  # read once while nothing changes
