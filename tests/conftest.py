@@ -83,7 +83,8 @@ def client():
 def without_figures(request, monkeypatch):
     """A replication's figures left undrawn (two thirds of a small target's `replicate`), for the tests of
     its runs, stores and summaries, which look at none; a test marked `figures` draws them, as the tests of
-    the figures themselves (`tests/chen2022/test_replicate_figures.py`) and of the commands do."""
+    the figures themselves do (`tests/chen2022/test_replicate_figures.py`), and the `replicate` commands
+    that the interrupt and kernel-cache tests run in processes of their own."""
     if request.node.get_closest_marker("figures") is None:
         from lab.chen2022 import replicate
 

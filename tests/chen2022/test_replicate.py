@@ -319,6 +319,7 @@ def test_asking_what_is_held_reads_only_and_train_prepares_what_it_trains(tiny, 
     assert R.train_missing(configs, tmp_path, prepare=asked.append) == records and asked[1] == []
 
 
+@pytest.mark.figures  # its own absence of figures
 def test_without_matplotlib_reports_are_written_and_figures_skipped(
     tiny, replicate_args, tmp_path, monkeypatch, capsys
 ):
