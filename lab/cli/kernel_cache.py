@@ -95,8 +95,8 @@ def compile_in_child(configs: list[dict], every: bool = False) -> None:
     apart = [run for run, (training, config) in zip(runs, short, strict=True) if training.apart(config)]
     two = machine_cores() > 1
     if every and two:
-        single = [run for run in runs if run[1].get("dtype") == "float32"]
-        shares = [([r for r in runs if r not in single], [EVERY, "float64"]), (single, [EVERY, "float32"])]
+        float32 = [run for run in runs if run[1].get("dtype") == "float32"]
+        shares = [([r for r in runs if r not in float32], [EVERY, "float64"]), (float32, [EVERY, "float32"])]
     elif every:
         shares = [(runs, [EVERY, ",".join(DTYPES)])]
     elif apart and two:
