@@ -27,17 +27,26 @@ def versions(plugins: Iterable[str] = ()) -> dict[str, str]:
     """Versions of the interpreter and the numerical stack, for every JSON report; and of each installed
     distribution named in `plugins` as its metadata names it (the packages whose checks ran, as
     `lab.core.registry.origin` names them; a name no distribution has is left out)."""
-    found = {"python": platform.python_version()}
+    found = dict(_stack())
+    wanted = set(plugins) - set(found)
+    if wanted:  # reading every distribution's metadata costs tens of milliseconds: only when asked
+        found |= dict(
+            sorted((d.metadata["Name"], d.version) for d in distributions() if d.metadata["Name"] in wanted)
+        )
+    return found
+
+
+@functools.cache
+def _stack() -> tuple[tuple[str, str], ...]:
+    """The interpreter's and the numerical stack's versions, read once per process: a process keeps the
+    modules it imported (every training run of `replicate` stamps its record with them)."""
+    found = [("python", platform.python_version())]
     for dist in ("moe-lab", "numpy", "scipy", "numba", "hypothesis"):
         try:
-            found[dist] = version(dist)
+            found.append((dist, version(dist)))
         except PackageNotFoundError:
-            found[dist] = "not installed"
-    wanted = set(plugins) - set(found)
-    found |= dict(
-        sorted((d.metadata["Name"], d.version) for d in distributions() if d.metadata["Name"] in wanted)
-    )
-    return found
+            found.append((dist, "not installed"))
+    return tuple(found)
 
 
 def environment() -> dict[str, str]:
@@ -105,16 +114,30 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _lab_imports(path: Path) -> set[str]:
+def _lab_imports(path: Path) -> frozenset[str]:
     """The `lab` modules (or module attributes) one source file imports; the lab uses absolute imports."""
+    return _parsed(_state(path))[0]
+
+
+def _state(path: Path) -> tuple[str, int, int, int]:
+    """A source file's path, inode, modification time (ns) and size: a parse is reused while all hold."""
+    stat = path.stat()
+    return str(path), stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(state: tuple[str, int, int, int]) -> tuple[frozenset[str], str]:
+    """The `lab` imports and the meaning (`meaning`) of the source file in one state (`_state`), parsed
+    once per state however many roots' fingerprints include it."""
+    source = Path(state[0]).read_text()
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.add(node.module)
             found |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return {name for name in found if name.startswith("lab.")}
+    return frozenset(name for name in found if name.startswith("lab.")), meaning(source)
 
 
 def science_modules(root: str) -> list[str]:
@@ -156,5 +179,5 @@ def code_fingerprint(root: str) -> str:
     """SHA-256 over the meaning (`meaning`) of `root`'s science modules; see the module docstring."""
     digest = hashlib.sha256()
     for name in science_modules(root):
-        digest.update(name.encode() + b"\0" + meaning(_module_file(name).read_text()).encode() + b"\0")
+        digest.update(name.encode() + b"\0" + _parsed(_state(_module_file(name)))[1].encode() + b"\0")
     return digest.hexdigest()[:16]

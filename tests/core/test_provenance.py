@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from lab.core import provenance
@@ -68,3 +70,39 @@ def test_versions_name_each_installed_plugin_package_and_leave_out_an_unknown_na
     found = provenance.versions(["jj-plugin", "no-such-distribution"])
     assert found["jj-plugin"] == "0.1" and "no-such-distribution" not in found
     assert list(provenance.versions()) == ["python", "moe-lab", "numpy", "scipy", "numba", "hypothesis"]
+
+
+def test_an_edit_in_place_is_read_again_after_the_file_was_parsed(monkeypatch, tmp_path):
+    """Each file is parsed once per state (path, inode, time stamp, size): the same file edited in place,
+    with its size unchanged, gives the new meaning."""
+    original = provenance._module_file
+    copy = tmp_path / "router.py"
+    copy.write_text(original("lab.kernels.router").read_text())
+    monkeypatch.setattr(
+        provenance, "_module_file", lambda name: copy if name == "lab.kernels.router" else original(name)
+    )
+    provenance.code_fingerprint.cache_clear()
+    before = provenance.code_fingerprint(TASK)
+    stamp = copy.stat().st_mtime_ns
+    copy.write_text(copy.read_text().replace(" + ", " - ", 1))
+    os.utime(copy, ns=(stamp + 1_000_000_000, stamp + 1_000_000_000))  # a coarse clock's next tick
+    provenance.code_fingerprint.cache_clear()
+    try:
+        assert provenance.code_fingerprint(TASK) != before
+    finally:
+        provenance.code_fingerprint.cache_clear()
+
+
+def test_versions_without_plugins_read_no_distribution(monkeypatch):
+    def refuse():
+        raise AssertionError("every distribution's metadata read")
+
+    monkeypatch.setattr(provenance, "distributions", refuse)
+    assert list(provenance.versions(["moe-lab"])) == [
+        "python",
+        "moe-lab",
+        "numpy",
+        "scipy",
+        "numba",
+        "hypothesis",
+    ]
