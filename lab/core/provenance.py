@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, distributions, version
 from pathlib import Path
+from typing import NamedTuple
 
 
 def versions(plugins: Iterable[str] = ()) -> dict[str, str]:
@@ -29,7 +30,7 @@ def versions(plugins: Iterable[str] = ()) -> dict[str, str]:
     `lab.core.registry.origin` names them; a name no distribution has is left out)."""
     found = dict(_stack())
     wanted = set(plugins) - set(found)
-    if wanted:  # reading every distribution's metadata costs tens of milliseconds: only when asked
+    if wanted:  # reading every distribution's metadata took about 13 ms a call: only when asked
         found |= dict(
             sorted((d.metadata["Name"], d.version) for d in distributions() if d.metadata["Name"] in wanted)
         )
@@ -114,30 +115,34 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _lab_imports(path: Path) -> frozenset[str]:
-    """The `lab` modules (or module attributes) one source file imports; the lab uses absolute imports."""
-    return _parsed(_state(path))[0]
+class Source(NamedTuple):
+    """What the fingerprint reads of one source file: the `lab` modules (or module attributes) it imports
+    (the lab uses absolute imports), and its meaning (`meaning`)."""
+
+    imports: frozenset[str]
+    meaning: str
 
 
-def _state(path: Path) -> tuple[str, int, int, int]:
-    """A source file's path, inode, modification time (ns) and size: a parse is reused while all hold."""
+def _source(path: Path) -> Source:
+    """`Source` of the file at `path`, parsed once per state of the file (path, inode, modification and
+    change times in ns, size), however many roots' fingerprints include it."""
     stat = path.stat()
-    return str(path), stat.st_ino, stat.st_mtime_ns, stat.st_size
+    return _parsed(str(path), stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=1024)
-def _parsed(state: tuple[str, int, int, int]) -> tuple[frozenset[str], str]:
-    """The `lab` imports and the meaning (`meaning`) of the source file in one state (`_state`), parsed
-    once per state however many roots' fingerprints include it."""
-    source = Path(state[0]).read_text()
+def _parsed(path: str, *state: int) -> Source:
+    """`Source` of the file at `path` in one state (`_source`): one parse for its imports and meaning."""
+    tree = ast.parse(Path(path).read_text())
     found = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):  # before `_without_docstrings` edits the tree
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.add(node.module)
             found |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return frozenset(name for name in found if name.startswith("lab.")), meaning(source)
+    imports = frozenset(name for name in found if name.startswith("lab."))
+    return Source(imports, _without_docstrings(tree))
 
 
 def science_modules(root: str) -> list[str]:
@@ -150,7 +155,7 @@ def science_modules(root: str) -> list[str]:
         if name in seen or path is None:
             continue
         seen.add(name)
-        todo += [m for m in _lab_imports(path) if m.startswith(SCIENCE_PACKAGES)]
+        todo += [m for m in _source(path).imports if m.startswith(SCIENCE_PACKAGES)]
         if name == "lab.kernels":  # backend() loads its kernel modules by name, not by an import
             todo += [
                 f"lab.kernels.{f.stem}" for f in sorted(path.parent.glob("*.py")) if f.stem != "__init__"
@@ -160,7 +165,11 @@ def science_modules(root: str) -> list[str]:
 
 def meaning(source: str) -> str:
     """The syntax tree of Python `source` without docstrings, comments, formatting or line numbers."""
-    tree = ast.parse(source)
+    return _without_docstrings(ast.parse(source))
+
+
+def _without_docstrings(tree: ast.Module) -> str:
+    """`meaning` of a parsed module (its tree loses its docstrings)."""
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (
@@ -179,5 +188,5 @@ def code_fingerprint(root: str) -> str:
     """SHA-256 over the meaning (`meaning`) of `root`'s science modules; see the module docstring."""
     digest = hashlib.sha256()
     for name in science_modules(root):
-        digest.update(name.encode() + b"\0" + _parsed(_state(_module_file(name)))[1].encode() + b"\0")
+        digest.update(name.encode() + b"\0" + _source(_module_file(name)).meaning.encode() + b"\0")
     return digest.hexdigest()[:16]

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="SI
 ROOT = Path(__file__).resolve().parents[2]
 LINE = f"python -m lab: {INTERRUPTED}"
 PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] .* (\d+\.\d) s \(\d+\.\d s\)$")  # [step/N] label, its s (total s)
-# Table 1, setting 1, one seed, quick tier: four runs, the first the shortest (about 0.4, 0.6, 0.9 and 1 s
+# Table 1, setting 1, one seed, quick tier: two single CNNs, then two MoEs (about 0.4, 0.6, 1 and 1.2 s
 # here); the tier's shorter training is the same code as the full tier's (the slow table7 test runs that)
 TABLE1 = ["table1", "--settings", "1", "--seeds", "1", "--tier", "quick"]
 # the module the children of `compile_in_child` run (on an empty cache: compiling for a minute or more)
