@@ -99,12 +99,20 @@ def test_softmax_gate_agrees_with_twin_at_any_logit_scale(n, M, seed, scale, dty
 
 @given(
     n=st.integers(1, 300),
-    M=st.integers(1, 9),
+    M=st.integers(1, 40),
     seed=st.integers(0, 2**63 - 1),
     noise=st.sampled_from(sorted(kernels.NOISE_CODES)),
+    dtype=st.sampled_from([np.float64, np.float32]),
+    order=st.sampled_from(["C", "F"]),
+    infinite=st.sampled_from([0.0, np.inf, -np.inf]),
 )
-def test_perturbed_argmax_is_bit_identical_to_twin(n, M, seed, noise):
-    h = np.random.default_rng(seed % 1000).normal(size=(n, M))
+def test_perturbed_argmax_is_bit_identical_to_twin(n, M, seed, noise, dtype, order, infinite):
+    """Routes of either dtype and layout, a row of h may hold ±inf (the first of equal maxima wins)."""
+    rng = np.random.default_rng(seed % 1000)
+    h = rng.normal(size=(n, M))
+    if infinite:
+        h[rng.integers(0, n, 3), rng.integers(0, M, 3)] = infinite
+    h = np.asarray(h, dtype=dtype, order=order)
     code = kernels.NOISE_CODES[noise]
     routes = kernels.perturbed_argmax(h, seed, code, 0.0 if code == 0 else 1.0, 1.0)
     np.testing.assert_array_equal(
@@ -113,6 +121,19 @@ def test_perturbed_argmax_is_bit_identical_to_twin(n, M, seed, noise):
     counts = kernels.routing_counts(h[0], 997, seed, code, 0.5, 1.5)
     np.testing.assert_array_equal(counts, twins.routing_counts(h[0], 997, seed, code, 0.5, 1.5))
     assert counts.sum() == 997
+
+
+def test_perturbed_argmax_compares_float32_logits_in_float64():
+    """h_{i,1} is h_{i,0} + r_{i,0} − r_{i,1} rounded to float32: the sums tie in float32 and differ in
+    float64, where the twin compares them, so a kernel comparing in float32 picks other routes."""
+    seed, n = 5, 64
+    r = twins.noise(twins.stream_key(seed), np.arange(2 * n), 0, 0.0, 1.0).reshape(n, 2)
+    h = np.ones((n, 2), dtype=np.float32)
+    h[:, 1] = 1.0 + r[:, 0] - r[:, 1]
+    wide, narrow = h + r, (h + r).astype(np.float32)
+    assert np.any((narrow[:, 0] == narrow[:, 1]) & (wide[:, 1] > wide[:, 0]))  # the case exists
+    np.testing.assert_array_equal(kernels.perturbed_argmax(h, seed, 0, 0.0, 1.0), np.argmax(wide, axis=1))
+    np.testing.assert_array_equal(twins.perturbed_argmax(h, seed, 0, 0.0, 1.0), np.argmax(wide, axis=1))
 
 
 @pytest.mark.parametrize("noise", sorted(kernels.NOISE_CODES))
