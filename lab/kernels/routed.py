@@ -315,17 +315,13 @@ def _dense_forward_rows(lo, hi, x, W, act, out):
 @njit(cache=True, error_model="numpy", nogil=True)
 def _perturbed_argmax_rows(lo, hi, h, seed, noise_code, a, b, routes):
     """Top-1 routes argmax_m {h_{i,m} + r_{i,m}} of samples lo..hi − 1 into routes, noise r drawn here
-    (a row's uniform draws are made before its comparisons, so their hashing vectorises)."""
+    (a row's draws are made before its comparisons, so the hashing of uniform draws vectorises)."""
     M = h.shape[1]
     key = _stream_key(seed)
     v = np.empty(M, dtype=np.float64)
     for i in range(lo, hi):
-        if noise_code == 0:
-            for m in range(M):
-                v[m] = h[i, m] + draw(key, i * M + m, 0, a, b)
-        else:
-            for m in range(M):
-                v[m] = h[i, m] + draw(key, i * M + m, noise_code, a, b)
+        for m in range(M):
+            v[m] = h[i, m] + draw(key, i * M + m, noise_code, a, b)
         best = -np.inf
         arg = 0
         for m in range(M):
