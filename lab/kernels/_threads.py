@@ -1,6 +1,7 @@
-"""The lab's kernel threads: `over_threads(kernel, count, *args)` runs the jitted, GIL-free
-`kernel(lo, hi, *args)` on contiguous ranges of [0, count), one range per thread. Every threaded kernel
-runs here; none uses Numba's `parallel=True` (a test pins it).
+"""The lab's kernel threads: `over_threads(kernel, count, *args)` runs `kernel(lo, hi, *args)`, a jitted,
+GIL-free loop (or one in-place NumPy ufunc call, whose loop releases the GIL), on contiguous ranges of
+[0, count), one range per thread. Every threaded kernel runs here; none uses Numba's `parallel=True`
+(a test pins it).
 
 Why not Numba's `parallel=True`: a kernel compiled with it costs about 2.7 times the compile CPU of the
 same loop compiled serially (Numba's parallel-loop lowering and the outlined, re-optimised loop body;
@@ -9,43 +10,192 @@ threads also spin after each parallel region, so with both kinds of kernel in on
 competed for two cores (Algorithm 1's dense step took 1.5 times as long). And a parallel kernel compiled
 in the running process and the same kernel loaded from the cache differed in their last bits. A serial
 loop over a range, with `nogil=True`, compiles once, gives the same bits compiled or cached, and runs on
-as many threads as the caller gives it here. Row kernels take at least `ROWS` rows per thread: waking a
-thread costs 10–50 µs.
+as many threads as the caller gives it here.
+
+The hand-over: a sleeping thread takes 10–25 µs to wake on a virtual machine, about a short kernel's
+whole range. So each helper, once it has run a range, waits for the next one by spinning on an atomic
+counter (in compiled code, GIL released, a pause per test) for `SPIN` tests, about 0.5 ms, longer than
+most gaps between two kernels of a training step, and only then sleeps on a condition; the caller waits
+for the helpers' ranges the same way. A helper that sees new work spins `SETTLE` tests more before it
+takes the GIL, so that the caller has released it to run its own range: two threads reaching for the
+GIL at once would put one of them to sleep. Row kernels take at least `ROWS` rows per thread.
 
 The thread count is `numba.get_num_threads()` of the calling thread, so `numba.set_num_threads` (a
 sweep's task, a test) and `NUMBA_NUM_THREADS` govern these kernels as they govern Numba's. The ranges
 cut [0, count) as Numba's static schedule does, and every kernel run here writes each index's result
 to its own place (a row, or a chunk's buffer added later in chunk order), so no result depends on the
-thread count. The pool is made on first use and forgotten in a forked child, whose copy has no threads;
-its threads block SIGINT and SIGTERM, which the main thread takes, as in a process without them.
+thread count; a call made while another thread's call holds the helpers runs its ranges on the calling
+thread. The helpers are made on first use and forgotten in a forked child, whose copy has no threads;
+they block SIGINT and SIGTERM, which the main thread takes, as in a process without them.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import signal
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
-__all__ = ["ROWS", "over_threads"]
+__all__ = ["ROWS", "compile_hand_over", "over_threads"]
 
-ROWS = 256  # a row kernel's least rows per thread: fewer cost less than waking a thread (10–50 µs)
+ROWS = 256  # a row kernel's least rows per thread
+SPIN = 25_000  # tests of the counter (a pause each) a waiting thread spins before it sleeps: about 0.5 ms
+SETTLE = 100  # tests a helper spins after new work arrives, before it takes the GIL: about 2 µs
+_POSTED, _DONE = 0, 8  # a helper's row of the counters: posted and finished generation, 64 bytes apart
+_PAUSE = platform.machine().lower() in ("x86_64", "amd64")
 
-_POOL: list[ThreadPoolExecutor] = []  # at most one, sized for NUMBA_NUM_THREADS − 1 helpers
+
+@intrinsic
+def _load(typingctx, counters, helper, column):
+    """counters[helper, column], an acquiring atomic load."""
+
+    def codegen(context, builder, signature, args):
+        return builder.load_atomic(_address(context, builder, signature, args), ordering="acquire", align=8)
+
+    return types.int64(counters, helper, column), codegen
+
+
+@intrinsic
+def _store(typingctx, counters, helper, column, value):
+    """counters[helper, column] = value, a releasing atomic store."""
+
+    def codegen(context, builder, signature, args):
+        address = _address(context, builder, signature, args)
+        builder.store_atomic(args[3], address, ordering="release", align=8)
+        return context.get_dummy_value()
+
+    return types.void(counters, helper, column, value), codegen
+
+
+@intrinsic
+def _pause(typingctx):
+    """The x86 spin-wait hint (none elsewhere)."""
+
+    def codegen(context, builder, signature, args):
+        if _PAUSE:
+            pause = ir.FunctionType(ir.VoidType(), [])
+            builder.call(builder.module.declare_intrinsic("llvm.x86.sse2.pause", fnty=pause), [])
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+def _address(context, builder, signature, args):
+    """The pointer to counters[helper, column] of a C-contiguous (helpers, 16) int64 array."""
+    array = context.make_array(signature.args[0])(context, builder, args[0])
+    flat = builder.add(builder.mul(args[1], context.get_constant(types.int64, 16)), args[2])
+    return builder.gep(array.data, [flat])
+
+
+@njit(cache=True, nogil=True)
+def _await(counters, helper, column, old, spins, settle):
+    """Spin until counters[helper, column] differs from `old` (then `settle` tests more), at most `spins`
+    tests; the value seen."""
+    for _ in range(spins):
+        value = _load(counters, helper, column)
+        if value != old:
+            for _ in range(settle):
+                _pause()
+            return value
+        _pause()
+    return old
+
+
+@njit(cache=True, nogil=True)
+def _finish_and_await(counters, helper, done, spins, settle):
+    """A helper posts generation `done` finished, then awaits the next posted one (`_await`)."""
+    _store(counters, helper, _DONE, done)
+    return _await(counters, helper, _POSTED, done, spins, settle)
+
+
+def compile_hand_over() -> None:
+    """Compile the two spin loops, or load them from the cache, as a process's first threaded call does
+    (`kernels --compile` and the compile profile call this: their children run on one thread)."""
+    counters = np.zeros((1, 16), dtype=np.int64)
+    _await(counters, 0, _DONE, 1, 1, 0)
+    _finish_and_await(counters, 0, 0, 1, 0)
+
+
+class _Helpers:
+    """The process's helper threads, their counters, their tasks and the condition they sleep on."""
+
+    def __init__(self, count: int) -> None:
+        self.counters = np.zeros((count, 16), dtype=np.int64)
+        self.tasks: list[tuple | None] = [None] * count
+        self.errors: list[BaseException | None] = [None] * count
+        self.sleeping = [False] * count
+        self.wake = threading.Condition()
+        self.busy = threading.Lock()  # held by the one call using the helpers
+        for helper in range(count):
+            name = f"lab-kernel-{helper}"
+            threading.Thread(target=self._serve, args=(helper,), name=name, daemon=True).start()
+
+    def _serve(self, helper: int) -> None:
+        """A helper's life: await a posted generation, run its range, post it finished."""
+        _no_interrupts()
+        seen = 0
+        while True:
+            posted = _finish_and_await(self.counters, helper, seen, SPIN, SETTLE)
+            if posted == seen:
+                with self.wake:
+                    self.sleeping[helper] = True
+                    while self.counters[helper, _POSTED] == seen:
+                        self.wake.wait()
+                    self.sleeping[helper] = False
+                posted = int(self.counters[helper, _POSTED])
+            kernel, lo, hi, args = self.tasks[helper]
+            try:
+                kernel(lo, hi, *args)
+            except BaseException as error:  # raised by the caller
+                self.errors[helper] = error
+            seen = posted
+
+    def run(self, kernel: Callable, cuts: list[int], args: tuple) -> None:
+        """kernel over cuts[t]..cuts[t + 1], the first range on the calling thread."""
+        helpers = range(len(cuts) - 2)
+        for helper in helpers:
+            self.tasks[helper] = (kernel, cuts[helper + 1], cuts[helper + 2], args)
+            self.errors[helper] = None
+        for helper in helpers:
+            self.counters[helper, _POSTED] += 1
+        if any(self.sleeping):  # read after posting: a helper sets it, under `wake`, before its last look
+            with self.wake:
+                self.wake.notify_all()
+        try:
+            kernel(cuts[0], cuts[1], *args)
+        finally:
+            for helper in helpers:
+                self._await_finished(helper)
+                self.tasks[helper] = None
+        for helper in helpers:
+            if self.errors[helper] is not None:
+                raise self.errors[helper]
+
+    def _await_finished(self, helper: int) -> None:
+        """Spin (`SPIN`), then poll every 0.1 ms, until the helper has finished its posted range."""
+        posted = int(self.counters[helper, _POSTED])
+        while _await(self.counters, helper, _DONE, posted - 1, SPIN, 0) != posted:
+            time.sleep(1e-4)
+
+
+_HELPERS: list[_Helpers] = []  # at most one, NUMBA_NUM_THREADS − 1 helpers
 _LOCK = threading.Lock()
 
 
-def _pool() -> ThreadPoolExecutor:
-    """The process's helper threads, made on first use."""
+def _helpers() -> _Helpers:
+    """The process's helpers, made on first use."""
     with _LOCK:
-        if not _POOL:
-            helpers = max(1, numba.config.NUMBA_NUM_THREADS - 1)
-            pool = ThreadPoolExecutor(helpers, thread_name_prefix="lab-kernel", initializer=_no_interrupts)
-            _POOL.append(pool)
-        return _POOL[0]
+        if not _HELPERS:
+            _HELPERS.append(_Helpers(max(1, numba.config.NUMBA_NUM_THREADS - 1)))
+        return _HELPERS[0]
 
 
 def _no_interrupts() -> None:
@@ -55,11 +205,11 @@ def _no_interrupts() -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
-def _forget_pool() -> None:
-    _POOL.clear()
+def _forget_helpers() -> None:
+    _HELPERS.clear()
 
 
-os.register_at_fork(after_in_child=_forget_pool)
+os.register_at_fork(after_in_child=_forget_helpers)
 
 
 def over_threads(kernel: Callable, count: int, *args, grain: int = 1) -> None:
@@ -67,15 +217,11 @@ def over_threads(kernel: Callable, count: int, *args, grain: int = 1) -> None:
     if a range would hold under `grain` indices), the first on the calling thread; returns when all are
     done, raising the first error."""
     threads = min(numba.get_num_threads(), max(1, count // grain))
-    if threads <= 1:
+    helpers = _helpers() if threads > 1 else None
+    if helpers is None or not helpers.busy.acquire(blocking=False):
         kernel(0, count, *args)
         return
-    cuts = [count * t // threads for t in range(threads + 1)]
-    futures = [_pool().submit(kernel, cuts[t], cuts[t + 1], *args) for t in range(1, threads)]
     try:
-        kernel(cuts[0], cuts[1], *args)
+        helpers.run(kernel, [count * t // threads for t in range(threads + 1)], args)
     finally:
-        errors = [future.exception() for future in futures]  # waits for every range
-    for error in errors:
-        if error is not None:
-            raise error
+        helpers.busy.release()

@@ -23,7 +23,7 @@ from numba import njit
 
 from lab.kernels import _checks
 from lab.kernels._shared import CHUNKS
-from lab.kernels._simd import VECTOR_BYTES, lanes, vfma, vload, vstore, vzero
+from lab.kernels._simd import VECTOR_BYTES, empty_aligned, lanes, vfma, vload, vstore, vzero
 from lab.kernels._threads import ROWS, over_threads
 from lab.kernels.routed import _summed
 
@@ -46,7 +46,7 @@ def router_logits(s, Theta):
     s, Theta = _checks.router_logits(s, Theta)
     s = np.ascontiguousarray(s)
     padded = _padded(Theta, s.dtype)
-    h = np.empty((s.shape[0], padded.shape[1]), dtype=s.dtype)
+    h = empty_aligned((s.shape[0], padded.shape[1]), s.dtype)
     over_threads(_logits_rows, s.shape[0], s, padded, h, grain=ROWS)
     return h if h.shape[1] == Theta.shape[1] else np.ascontiguousarray(h[:, : Theta.shape[1]])
 
@@ -56,7 +56,7 @@ def router_gradient(s, dh):
     s, dh = _checks.router_gradient(s, dh)
     s = np.ascontiguousarray(s)
     padded = _padded(dh, s.dtype)
-    buffers = np.empty((CHUNKS, s.shape[1], padded.shape[1]), dtype=s.dtype)
+    buffers = empty_aligned((CHUNKS, s.shape[1], padded.shape[1]), s.dtype)
     over_threads(_gradient_chunks, CHUNKS, s, padded, buffers)
     grad = _summed(buffers)
     return grad if grad.shape[1] == dh.shape[1] else np.ascontiguousarray(grad[:, : dh.shape[1]])

@@ -59,7 +59,7 @@ from numba import njit
 
 from lab.kernels import _checks
 from lab.kernels._checks import MARGIN_LOSS_CODES
-from lab.kernels._simd import lanes
+from lab.kernels._simd import empty_aligned, lanes, zeros_aligned
 from lab.kernels._threads import ROWS, over_threads
 from lab.kernels._tiles import (
     BLOCK,
@@ -413,7 +413,7 @@ def _filters_last(W):
     L1 set: the 512-filter single's step took 91 instead of 22 ms."""
     L = lanes(W)
     vectors = -(-W.shape[1] // L)
-    Wt = np.zeros((W.shape[0], W.shape[2], (vectors | 1) * L), dtype=W.dtype)
+    Wt = zeros_aligned((W.shape[0], W.shape[2], (vectors | 1) * L), W.dtype)
     Wt[:, :, : W.shape[1]] = W.transpose(0, 2, 1)
     return Wt
 
@@ -493,9 +493,7 @@ def structured_step(
         C, Wt, (n, _, d) = cubic_signal_sums(G, b, readout), _filters_last(W), noise.shape
         chunks = _chunks(n)
         f = np.empty(n, dtype=noise.dtype)
-        buffers = np.empty(
-            (chunks, W.shape[0], d, Wt.shape[2]), dtype=noise.dtype
-        )  # each chunk zeroes its own
+        buffers = empty_aligned((chunks, W.shape[0], d, Wt.shape[2]), noise.dtype)  # each chunk zeroes it
         sums = np.empty((chunks, W.shape[0], G.shape[1], 4), dtype=noise.dtype)
         step = (C, index, scale, noise, Wt, readout, routes, margin_scale, loss, f, buffers, sums)
         over_threads(_structured_step_cubic_chunks, chunks, chunks, *step)

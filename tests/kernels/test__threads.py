@@ -1,12 +1,18 @@
-"""`over_threads`: one contiguous range per thread, every index once, errors raised, any thread count."""
+"""`over_threads`: one contiguous range per thread, every index once, errors raised, any thread count; the
+helpers spin, then sleep, and a forked child or a second caller never waits on them."""
 
 from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
 
 import numba
 import numpy as np
 import pytest
 from numba import njit
 
+from lab.kernels import _threads
 from lab.kernels._threads import over_threads
 
 
@@ -59,3 +65,69 @@ def test_an_error_in_another_threads_range_is_raised(threads):
     threads(2)
     with pytest.raises(ValueError, match="a range past the first"):
         over_threads(_refuse, 8, np.zeros(1))
+
+
+def _two_threads_or_skip(threads):
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one core")
+    threads(2)
+
+
+def test_many_calls_in_a_row_each_run_every_index_once(threads):
+    """The helpers' counters hand over every call's range exactly once, call after call."""
+    _two_threads_or_skip(threads)
+    for count in [2, 3, 64, 1_000] * 250:
+        seen, starts = np.zeros(count, dtype=np.int64), np.zeros(count + 1, dtype=np.int64)
+        over_threads(_mark, count, seen, starts)
+        assert (seen == 1).all() and starts.sum() == 2
+
+
+def test_an_idle_helper_spins_a_bounded_time_then_sleeps_and_wakes_for_new_work(threads):
+    """A helper spins about 0.5 ms after its range (`_threads.SPIN`), then sleeps on the condition; work
+    posted then wakes it."""
+    _two_threads_or_skip(threads)
+    seen, starts = np.zeros(8, dtype=np.int64), np.zeros(9, dtype=np.int64)
+    over_threads(_mark, 8, seen, starts)
+    helpers = _threads._HELPERS[0]
+    deadline = time.monotonic() + 5.0
+    while not helpers.sleeping[0] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert helpers.sleeping[0]
+    over_threads(_mark, 8, seen, starts)
+    assert (seen == 2).all() and starts.sum() == 4
+
+
+def test_a_call_while_another_holds_the_helpers_runs_on_the_calling_thread(threads):
+    """A second caller does not wait for the helpers: its ranges run on its own thread, same results."""
+    _two_threads_or_skip(threads)
+    over_threads(_mark, 2, np.zeros(2, dtype=np.int64), np.zeros(3, dtype=np.int64))
+    helpers = _threads._HELPERS[0]
+    seen, starts = np.zeros(64, dtype=np.int64), np.zeros(65, dtype=np.int64)
+    with helpers.busy:
+        caller = threading.Thread(target=over_threads, args=(_mark, 64, seen, starts))
+        caller.start()
+        caller.join(10.0)
+        assert not caller.is_alive()
+    assert (seen == 1).all() and starts.sum() == 1
+
+
+def _forked_ranges(_):
+    seen, starts = np.zeros(64, dtype=np.int64), np.zeros(65, dtype=np.int64)
+    numba.set_num_threads(2)
+    over_threads(_mark, 64, seen, starts)
+    return int(seen.sum()), int(starts.sum())
+
+
+def test_a_forked_child_makes_its_own_helpers(threads):
+    """A forked copy has none of its parent's threads: it makes its own helpers on first use."""
+    _two_threads_or_skip(threads)
+    over_threads(_mark, 2, np.zeros(2, dtype=np.int64), np.zeros(3, dtype=np.int64))
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.map(_forked_ranges, [0]) == [(64, 2)]
+
+
+def test_compile_hand_over_compiles_both_spin_loops():
+    """`kernels --compile` and the compile profile run on one thread: they reach the spin loops through
+    `compile_hand_over` alone."""
+    _threads.compile_hand_over()
+    assert _threads._await.signatures and _threads._finish_and_await.signatures

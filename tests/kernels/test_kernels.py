@@ -166,12 +166,15 @@ def test_results_do_not_depend_on_thread_count():
                     kernels.routed_backward(x, z, routes, margin, 8, 0),
                     kernels.perturbed_argmax(h, 9, 0, 0.0, 1.0),
                     kernels.routing_counts(h[0], 5000, 9, 1, 1.0, 0.0),
+                    kernels.softmax_gate(h[:, :7], routes % 7),
                 )
             )
     finally:
         numba.set_num_threads(before)
-    (f1, g1), b1, r1, c1 = runs[0]
-    (f2, g2), b2, r2, c2 = runs[1]
+    (f1, g1), b1, r1, c1, (gate1, pi1) = runs[0]
+    (f2, g2), b2, r2, c2, (gate2, pi2) = runs[1]
+    np.testing.assert_array_equal(gate1, gate2)
+    np.testing.assert_array_equal(pi1, pi2)
     np.testing.assert_array_equal(f1, f2)
     np.testing.assert_array_equal(g1, g2)
     np.testing.assert_array_equal(b1, b2)
