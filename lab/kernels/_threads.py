@@ -13,12 +13,15 @@ loop over a range, with `nogil=True`, compiles once, gives the same bits compile
 as many threads as the caller gives it here.
 
 The hand-over: a sleeping thread takes 10–25 µs to wake on a virtual machine, about a short kernel's
-whole range. So each helper, once it has run a range, waits for the next one by spinning on an atomic
-counter (in compiled code, GIL released, a pause per test) for `SPIN` tests, about 0.5 ms, longer than
-most gaps between two kernels of a training step, and only then sleeps on a condition; the caller waits
-for the helpers' ranges the same way. A helper that sees new work spins `SETTLE` tests more before it
-takes the GIL, so that the caller has released it to run its own range: two threads reaching for the
-GIL at once would put one of them to sleep. Row kernels take at least `ROWS` rows per thread.
+whole range. So each helper, once it has run a range, waits for the next one by testing an atomic
+counter (in compiled code, GIL released, a pause between tests and sched_yield every `YIELD`, so that
+a thread waiting for the core gets it) `SPIN` times, about 0.5 ms here, longer than most gaps between
+two kernels of a training step, and only then sleeps on a condition. The caller waits for a helper's
+range the same way, `SHORT` times if the helper had not yet started it (it may have no core), then
+sleeps on the condition, which a helper notifies when it finishes. A thread that sees the counter move
+makes `SETTLE` more tests before it takes the GIL, so that the other thread has usually released it:
+two threads reaching for the GIL at once would put one of them to sleep. Row kernels take at least
+`ROWS` rows per thread.
 
 The thread count is `numba.get_num_threads()` of the calling thread, so `numba.set_num_threads` (a
 sweep's task, a test) and `NUMBA_NUM_THREADS` govern these kernels as they govern Numba's. The ranges
@@ -34,23 +37,27 @@ from __future__ import annotations
 import os
 import platform
 import signal
+import sys
 import threading
-import time
 from collections.abc import Callable
 
 import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["ROWS", "compile_hand_over", "over_threads"]
 
 ROWS = 256  # a row kernel's least rows per thread
-SPIN = 25_000  # tests of the counter (a pause each) a waiting thread spins before it sleeps: about 0.5 ms
-SETTLE = 100  # tests a helper spins after new work arrives, before it takes the GIL: about 2 µs
+SPIN = 16_384  # tests of a counter a waiting thread makes before it sleeps: about 0.5 ms here
+SHORT = 1_024  # the caller's tests when its helper had not started its range: about 30 µs here
+SETTLE = 100  # tests a thread makes after the counter moved, before it takes the GIL: about 2 µs here
+YIELD = 64  # tests between two offers of the core (sched_yield) while spinning
 _POSTED, _DONE = 0, 8  # a helper's row of the counters: posted and finished generation, 64 bytes apart
 _PAUSE = platform.machine().lower() in ("x86_64", "amd64")
+_SCHED_YIELD = sys.platform.startswith(("linux", "darwin"))
 
 
 @intrinsic
@@ -88,6 +95,19 @@ def _pause(typingctx):
     return types.void(), codegen
 
 
+@intrinsic
+def _offer_core(typingctx):
+    """sched_yield(): another thread waiting for this core runs first (POSIX; nothing elsewhere)."""
+
+    def codegen(context, builder, signature, args):
+        if _SCHED_YIELD:
+            signature_c = ir.FunctionType(ir.IntType(32), [])
+            builder.call(cgutils.get_or_insert_function(builder.module, signature_c, "sched_yield"), [])
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
 def _address(context, builder, signature, args):
     """The pointer to counters[helper, column] of a C-contiguous (helpers, 16) int64 array."""
     array = context.make_array(signature.args[0])(context, builder, args[0])
@@ -97,31 +117,32 @@ def _address(context, builder, signature, args):
 
 @njit(cache=True, nogil=True)
 def _await(counters, helper, column, old, spins, settle):
-    """Spin until counters[helper, column] differs from `old` (then `settle` tests more), at most `spins`
-    tests; the value seen."""
-    for _ in range(spins):
+    """Test counters[helper, column] until it differs from `old` (then `settle` tests more), at most
+    `spins` + 1 times, a pause between two tests and sched_yield every `YIELD`; the value seen."""
+    for test in range(spins + 1):
         value = _load(counters, helper, column)
         if value != old:
             for _ in range(settle):
                 _pause()
             return value
         _pause()
+        if test % YIELD == YIELD - 1:
+            _offer_core()
     return old
 
 
-@njit(cache=True, nogil=True)
-def _finish_and_await(counters, helper, done, spins, settle):
-    """A helper posts generation `done` finished, then awaits the next posted one (`_await`)."""
-    _store(counters, helper, _DONE, done)
-    return _await(counters, helper, _POSTED, done, spins, settle)
+@njit(cache=True)
+def _post(counters, helper, column, value):
+    """counters[helper, column] = value, released after every write before it (the GIL stays held)."""
+    _store(counters, helper, column, value)
 
 
 def compile_hand_over() -> None:
-    """Compile the two spin loops, or load them from the cache, as a process's first threaded call does
-    (`kernels --compile` and the compile profile call this: their children run on one thread)."""
+    """Compile the spin loop and the post, or load them from the cache, as a process's first threaded
+    call does (`kernels --compile` and the compile profile call this: their children run on one thread)."""
     counters = np.zeros((1, 16), dtype=np.int64)
     _await(counters, 0, _DONE, 1, 1, 0)
-    _finish_and_await(counters, 0, 0, 1, 0)
+    _post(counters, 0, _DONE, 0)
 
 
 class _Helpers:
@@ -130,20 +151,24 @@ class _Helpers:
     def __init__(self, count: int) -> None:
         self.counters = np.zeros((count, 16), dtype=np.int64)
         self.tasks: list[tuple | None] = [None] * count
-        self.errors: list[BaseException | None] = [None] * count
+        self.errors: list[tuple[int, BaseException] | None] = [None] * count  # (generation, error)
+        self.started = [0] * count  # the generation each helper last took up
         self.sleeping = [False] * count
+        self.waiting = False  # the caller sleeps on `wake` until a helper finishes
         self.wake = threading.Condition()
         self.busy = threading.Lock()  # held by the one call using the helpers
+        self.threads = []
         for helper in range(count):
             name = f"lab-kernel-{helper}"
-            threading.Thread(target=self._serve, args=(helper,), name=name, daemon=True).start()
+            self.threads.append(threading.Thread(target=self._serve, args=(helper,), name=name, daemon=True))
+            self.threads[-1].start()
 
     def _serve(self, helper: int) -> None:
         """A helper's life: await a posted generation, run its range, post it finished."""
         _no_interrupts()
         seen = 0
         while True:
-            posted = _finish_and_await(self.counters, helper, seen, SPIN, SETTLE)
+            posted = _await(self.counters, helper, _POSTED, seen, SPIN, SETTLE)
             if posted == seen:
                 with self.wake:
                     self.sleeping[helper] = True
@@ -151,39 +176,59 @@ class _Helpers:
                         self.wake.wait()
                     self.sleeping[helper] = False
                 posted = int(self.counters[helper, _POSTED])
-            kernel, lo, hi, args = self.tasks[helper]
+            self.started[helper] = posted
             try:
+                kernel, lo, hi, args = self.tasks[helper]
                 kernel(lo, hi, *args)
             except BaseException as error:  # raised by the caller
-                self.errors[helper] = error
+                self.errors[helper] = (posted, error)
+            kernel = args = None  # the call's arrays are the caller's again
             seen = posted
+            _post(self.counters, helper, _DONE, posted)
+            if self.waiting:  # read after posting: the caller sets it, under `wake`, before its last look
+                with self.wake:
+                    self.wake.notify_all()
 
     def run(self, kernel: Callable, cuts: list[int], args: tuple) -> None:
         """kernel over cuts[t]..cuts[t + 1], the first range on the calling thread."""
         helpers = range(len(cuts) - 2)
-        for helper in helpers:
-            self.tasks[helper] = (kernel, cuts[helper + 1], cuts[helper + 2], args)
-            self.errors[helper] = None
-        for helper in helpers:
-            self.counters[helper, _POSTED] += 1
-        if any(self.sleeping):  # read after posting: a helper sets it, under `wake`, before its last look
-            with self.wake:
-                self.wake.notify_all()
+        posted = [int(self.counters[helper, _POSTED]) for helper in helpers]
         try:
+            for helper in helpers:
+                self.tasks[helper] = (kernel, cuts[helper + 1], cuts[helper + 2], args)
+            for helper in helpers:
+                posted[helper] += 1
+                self.counters[helper, _POSTED] = posted[helper]
+            if any(self.sleeping[helper] for helper in helpers):  # after posting, as `waiting` above
+                with self.wake:
+                    self.wake.notify_all()
             kernel(cuts[0], cuts[1], *args)
         finally:
             for helper in helpers:
                 self._await_finished(helper)
                 self.tasks[helper] = None
         for helper in helpers:
-            if self.errors[helper] is not None:
-                raise self.errors[helper]
+            found, self.errors[helper] = self.errors[helper], None
+            if found is not None and found[0] == posted[helper]:
+                raise found[1]
 
     def _await_finished(self, helper: int) -> None:
-        """Spin (`SPIN`), then poll every 0.1 ms, until the helper has finished its posted range."""
+        """Spin (`SPIN` tests, `SHORT` if the helper had not started its range), then sleep on `wake`,
+        until the helper has finished the generation posted to it."""
         posted = int(self.counters[helper, _POSTED])
-        while _await(self.counters, helper, _DONE, posted - 1, SPIN, 0) != posted:
-            time.sleep(1e-4)
+        spins = SPIN if self.started[helper] == posted else SHORT
+        if _await(self.counters, helper, _DONE, posted - 1, spins, SETTLE) == posted:
+            return
+        with self.wake:
+            self.waiting = True
+            self.wake.notify_all()  # a posted helper asleep (an interrupt came between posting and waking)
+            try:
+                while self.counters[helper, _DONE] != posted:
+                    if not self.threads[helper].is_alive():
+                        raise RuntimeError(f"the lab's kernel thread {helper} has ended")
+                    self.wake.wait(1.0)
+            finally:
+                self.waiting = False
 
 
 _HELPERS: list[_Helpers] = []  # at most one, NUMBA_NUM_THREADS − 1 helpers
@@ -206,7 +251,10 @@ def _no_interrupts() -> None:
 
 
 def _forget_helpers() -> None:
+    """A forked child has none of the helpers, and a fresh lock (another thread may have held it)."""
+    global _LOCK
     _HELPERS.clear()
+    _LOCK = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_helpers)

@@ -130,4 +130,24 @@ def test_compile_hand_over_compiles_both_spin_loops():
     """`kernels --compile` and the compile profile run on one thread: they reach the spin loops through
     `compile_hand_over` alone."""
     _threads.compile_hand_over()
-    assert _threads._await.signatures and _threads._finish_and_await.signatures
+    assert _threads._await.signatures and _threads._post.signatures
+
+
+@njit(nogil=True, cache=False)
+def _slow_past_the_first(lo, hi, seen, starts):
+    """`_mark`, after about 20 million additions when the range is not the first."""
+    total = 0.0
+    if lo > 0:
+        for k in range(20_000_000):
+            total += k * 1e-9
+    for i in range(lo, hi):
+        seen[i] += 1
+    starts[lo] += 1 if total >= 0.0 else 2
+
+
+def test_a_caller_outwaited_by_its_helper_sleeps_until_the_helper_wakes_it(threads):
+    """A helper's range longer than the caller's spin: the caller sleeps on the condition and is woken."""
+    _two_threads_or_skip(threads)
+    seen, starts = np.zeros(64, dtype=np.int64), np.zeros(65, dtype=np.int64)
+    over_threads(_slow_past_the_first, 64, seen, starts)
+    assert (seen == 1).all() and starts.sum() == 2 and not _threads._HELPERS[0].waiting
