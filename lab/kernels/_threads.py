@@ -15,13 +15,13 @@ as many threads as the caller gives it here.
 The hand-over: a sleeping thread takes 10–25 µs to wake on a virtual machine, about a short kernel's
 whole range. So each helper, once it has run a range, waits for the next one by testing an atomic
 counter (in compiled code, GIL released, a pause between tests and sched_yield every `YIELD`, so that
-a thread waiting for the core gets it) `SPIN` times, about 0.5 ms here, longer than most gaps between
-two kernels of a training step, and only then sleeps on a condition. The caller waits for a helper's
-range the same way, `SHORT` times if the helper had not yet started it (it may have no core), then
-sleeps on the condition, which a helper notifies when it finishes. A thread that sees the counter move
-makes `SETTLE` more tests before it takes the GIL, so that the other thread has usually released it:
-two threads reaching for the GIL at once would put one of them to sleep. Row kernels take at least
-`ROWS` rows per thread.
+a thread waiting for the core gets it) `SPIN` times, about 0.5 ms on idle cores here (longer when a
+yield gives the core away), longer than most gaps between two kernels of a training step, and only
+then sleeps on a condition. The caller waits for a helper's range the same way, `SHORT` times if the
+helper had not yet started it (it may have no core), then sleeps on the condition, which a helper
+notifies when it finishes. A thread that sees the counter move pauses `SETTLE` times before it takes
+the GIL, so that the other thread has usually released it: two threads reaching for the GIL at once
+would put one of them to sleep. Row kernels take at least `ROWS` rows per thread.
 
 The thread count is `numba.get_num_threads()` of the calling thread, so `numba.set_num_threads` (a
 sweep's task, a test) and `NUMBA_NUM_THREADS` govern these kernels as they govern Numba's. The ranges
@@ -53,7 +53,7 @@ __all__ = ["ROWS", "compile_hand_over", "over_threads"]
 ROWS = 256  # a row kernel's least rows per thread
 SPIN = 16_384  # tests of a counter a waiting thread makes before it sleeps: about 0.5 ms here
 SHORT = 1_024  # the caller's tests when its helper had not started its range: about 30 µs here
-SETTLE = 100  # tests a thread makes after the counter moved, before it takes the GIL: about 2 µs here
+SETTLE = 100  # pauses a thread makes after the counter moved, before it takes the GIL: about 2 µs here
 YIELD = 64  # tests between two offers of the core (sched_yield) while spinning
 _POSTED, _DONE = 0, 8  # a helper's row of the counters: posted and finished generation, 64 bytes apart
 _PAUSE = platform.machine().lower() in ("x86_64", "amd64")
@@ -117,7 +117,7 @@ def _address(context, builder, signature, args):
 
 @njit(cache=True, nogil=True)
 def _await(counters, helper, column, old, spins, settle):
-    """Test counters[helper, column] until it differs from `old` (then `settle` tests more), at most
+    """Test counters[helper, column] until it differs from `old` (then pause `settle` times), at most
     `spins` + 1 times, a pause between two tests and sched_yield every `YIELD`; the value seen."""
     for test in range(spins + 1):
         value = _load(counters, helper, column)
@@ -150,7 +150,7 @@ class _Helpers:
 
     def __init__(self, count: int) -> None:
         self.counters = np.zeros((count, 16), dtype=np.int64)
-        self.tasks: list[tuple | None] = [None] * count
+        self.tasks: list[tuple | None] = [None] * count  # (generation, kernel, lo, hi, args)
         self.errors: list[tuple[int, BaseException] | None] = [None] * count  # (generation, error)
         self.started = [0] * count  # the generation each helper last took up
         self.sleeping = [False] * count
@@ -176,13 +176,14 @@ class _Helpers:
                         self.wake.wait()
                     self.sleeping[helper] = False
                 posted = int(self.counters[helper, _POSTED])
-            self.started[helper] = posted
-            try:
-                kernel, lo, hi, args = self.tasks[helper]
-                kernel(lo, hi, *args)
-            except BaseException as error:  # raised by the caller
-                self.errors[helper] = (posted, error)
-            kernel = args = None  # the call's arrays are the caller's again
+            task, self.started[helper] = self.tasks[helper], posted
+            if task is not None and task[0] == posted:  # else the task of a later call: run at its turn
+                _, kernel, lo, hi, args = task
+                try:
+                    kernel(lo, hi, *args)
+                except BaseException as error:  # raised by the caller
+                    self.errors[helper] = (posted, error)
+            task = kernel = args = None  # the call's arrays are the caller's again
             seen = posted
             _post(self.counters, helper, _DONE, posted)
             if self.waiting:  # read after posting: the caller sets it, under `wake`, before its last look
@@ -192,12 +193,11 @@ class _Helpers:
     def run(self, kernel: Callable, cuts: list[int], args: tuple) -> None:
         """kernel over cuts[t]..cuts[t + 1], the first range on the calling thread."""
         helpers = range(len(cuts) - 2)
-        posted = [int(self.counters[helper, _POSTED]) for helper in helpers]
+        posted = [int(self.counters[helper, _POSTED]) + 1 for helper in helpers]
         try:
-            for helper in helpers:
-                self.tasks[helper] = (kernel, cuts[helper + 1], cuts[helper + 2], args)
-            for helper in helpers:
-                posted[helper] += 1
+            for helper in helpers:  # each task names its generation: a helper late for an interrupted
+                self.tasks[helper] = (posted[helper], kernel, cuts[helper + 1], cuts[helper + 2], args)
+            for helper in helpers:  # call never runs the next call's task as that call's
                 self.counters[helper, _POSTED] = posted[helper]
             if any(self.sleeping[helper] for helper in helpers):  # after posting, as `waiting` above
                 with self.wake:
@@ -220,9 +220,9 @@ class _Helpers:
         if _await(self.counters, helper, _DONE, posted - 1, spins, SETTLE) == posted:
             return
         with self.wake:
-            self.waiting = True
-            self.wake.notify_all()  # a posted helper asleep (an interrupt came between posting and waking)
             try:
+                self.waiting = True
+                self.wake.notify_all()  # a posted helper asleep (an interrupt between posting and waking)
                 while self.counters[helper, _DONE] != posted:
                     if not self.threads[helper].is_alive():
                         raise RuntimeError(f"the lab's kernel thread {helper} has ended")

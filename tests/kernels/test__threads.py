@@ -126,7 +126,7 @@ def test_a_forked_child_makes_its_own_helpers(threads):
         assert pool.map(_forked_ranges, [0]) == [(64, 2)]
 
 
-def test_compile_hand_over_compiles_both_spin_loops():
+def test_compile_hand_over_compiles_the_spin_loop_and_the_post():
     """`kernels --compile` and the compile profile run on one thread: they reach the spin loops through
     `compile_hand_over` alone."""
     _threads.compile_hand_over()
@@ -151,3 +151,21 @@ def test_a_caller_outwaited_by_its_helper_sleeps_until_the_helper_wakes_it(threa
     seen, starts = np.zeros(64, dtype=np.int64), np.zeros(65, dtype=np.int64)
     over_threads(_slow_past_the_first, 64, seen, starts)
     assert (seen == 1).all() and starts.sum() == 2 and not _threads._HELPERS[0].waiting
+
+
+def test_a_helper_runs_a_task_only_at_the_generation_it_names(threads):
+    """A helper late for an interrupted call finds the next call's task: it leaves it for that call's
+    generation instead of running it twice."""
+    _two_threads_or_skip(threads)
+    over_threads(_mark, 2, np.zeros(2, dtype=np.int64), np.zeros(3, dtype=np.int64))
+    helpers = _threads._HELPERS[0]
+    seen, starts = np.zeros(64, dtype=np.int64), np.zeros(65, dtype=np.int64)
+    with helpers.busy:
+        generation = int(helpers.counters[0, _threads._POSTED]) + 1
+        helpers.tasks[0] = (generation + 1, _mark, 0, 64, (seen, starts))
+        helpers.counters[0, _threads._POSTED] = generation
+        with helpers.wake:
+            helpers.wake.notify_all()
+        helpers._await_finished(0)
+        helpers.tasks[0] = None
+    assert not seen.any()
