@@ -195,9 +195,11 @@ class _Helpers:
         helpers = range(len(cuts) - 2)
         posted = [int(self.counters[helper, _POSTED]) + 1 for helper in helpers]
         try:
-            for helper in helpers:  # each task names its generation: a helper late for an interrupted
+            # each task names its generation: a helper late for an interrupted call never runs the next
+            # call's task as that call's
+            for helper in helpers:
                 self.tasks[helper] = (posted[helper], kernel, cuts[helper + 1], cuts[helper + 2], args)
-            for helper in helpers:  # call never runs the next call's task as that call's
+            for helper in helpers:
                 self.counters[helper, _POSTED] = posted[helper]
             if any(self.sleeping[helper] for helper in helpers):  # after posting, as `waiting` above
                 with self.wake:

@@ -493,7 +493,8 @@ def structured_step(
         C, Wt, (n, _, d) = cubic_signal_sums(G, b, readout), _filters_last(W), noise.shape
         chunks = _chunks(n)
         f = np.empty(n, dtype=noise.dtype)
-        buffers = empty_aligned((chunks, W.shape[0], d, Wt.shape[2]), noise.dtype)  # each chunk zeroes it
+        # each chunk zeroes its own buffers
+        buffers = empty_aligned((chunks, W.shape[0], d, Wt.shape[2]), noise.dtype)
         sums = np.empty((chunks, W.shape[0], G.shape[1], 4), dtype=noise.dtype)
         step = (C, index, scale, noise, Wt, readout, routes, margin_scale, loss, f, buffers, sums)
         over_threads(_structured_step_cubic_chunks, chunks, chunks, *step)
