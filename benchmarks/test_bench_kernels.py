@@ -102,6 +102,16 @@ def test_router_products(benchmark, record_rate, problem, impl, product):
 
 
 @pytest.mark.parametrize("impl", ["numba", "numpy"])
+def test_softmax_logit_gradient(benchmark, problem, impl):
+    """∂L/∂h of the softmax gate (E.1), Algorithm 1's router step between the gate and ∇Θ."""
+    benchmark.group = "softmax_logit_gradient"
+    mod, p = IMPLEMENTATIONS[impl], problem
+    pi, c = twins.softmax_gate(p["h"], p["routes"])[1], np.linspace(-1.0, 1.0, N)
+    dh = benchmark(_warm(lambda: mod.softmax_logit_gradient(pi, p["routes"], c)))
+    np.testing.assert_array_equal(dh, twins.softmax_logit_gradient(pi, p["routes"], c))
+
+
+@pytest.mark.parametrize("impl", ["numba", "numpy"])
 def test_softmax_gate(benchmark, problem, impl):
     benchmark.group = "softmax_gate"
     mod, p = IMPLEMENTATIONS[impl], problem

@@ -230,9 +230,7 @@ class SoftmaxGate(Gate):
 
     def logit_gradient(self, h, routes, g, pi, dg):
         """∂L/∂h (n, M) from ∂L/∂g."""
-        dh = -(dg * g)[:, None] * pi
-        dh[np.arange(h.shape[0]), routes] += dg * g
-        return dh
+        return self.lib.softmax_logit_gradient(pi, routes, dg * g)
 
 
 class NoisyLogitGate(Gate):

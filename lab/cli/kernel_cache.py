@@ -191,6 +191,7 @@ def _call_kernels(dtype: str = "float64") -> None:
         lib.routing_counts(clean[0], 4, 0, code, 1.0, 2.0)
         lib.noise(lib.stream_key(0), np.arange(4), code, 1.0, 2.0)
     lib.softmax_gate(clean, rng.integers(0, M, n))
+    lib.softmax_logit_gradient(clean, rng.integers(0, M, n), np.ones(n, dtype))
 
 
 def _call_every_kernel(dtypes: tuple[str, ...] = DTYPES) -> None:

@@ -88,6 +88,12 @@ def softmax_gate(h, routes):
     return h, validate.index_array(routes, "routes", h.shape[0], h.shape[1])
 
 
+def softmax_logit_gradient(pi, routes, c):
+    pi = validate.array(pi, "pi", ndim=2, labels="(n, M)", floats=True, finite=False, nonempty=(1,))
+    routes = validate.index_array(routes, "routes", pi.shape[0], pi.shape[1])
+    return pi, routes, _per_sample(c, "c", pi.shape[0]).astype(pi.dtype, copy=False)
+
+
 def perturbed_argmax(h, seed, noise_code, a, b):
     h = validate.array(h, "h", ndim=2, labels="(n, M)", finite=False, nonempty=(1,))
     return h, validate.seed(seed), *_noise_args(noise_code, a, b)

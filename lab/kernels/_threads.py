@@ -19,9 +19,11 @@ a thread waiting for the core gets it) `SPIN` times, about 0.5 ms on idle cores 
 yield gives the core away), longer than most gaps between two kernels of a training step, and only
 then sleeps on a condition. The caller waits for a helper's range the same way, `SHORT` times if the
 helper had not yet started it (it may have no core), then sleeps on the condition, which a helper
-notifies when it finishes. A thread that sees the counter move pauses `SETTLE` times before it takes
-the GIL, so that the other thread has usually released it: two threads reaching for the GIL at once
-would put one of them to sleep. Row kernels take at least `ROWS` rows per thread.
+notifies when it finishes. Two threads reaching for the GIL at once would put one of them to sleep, so
+a helper posts its range finished from compiled code, after it has released the GIL (the caller takes
+it at once), and a helper that sees a range posted pauses `SETTLE` times before it takes the GIL, so
+that the caller has usually released it, in its own range. Row kernels take at least `ROWS` rows per
+thread.
 
 The thread count is `numba.get_num_threads()` of the calling thread, so `numba.set_num_threads` (a
 sweep's task, a test) and `NUMBA_NUM_THREADS` govern these kernels as they govern Numba's. The ranges
@@ -53,30 +55,33 @@ __all__ = ["ROWS", "compile_hand_over", "over_threads"]
 ROWS = 256  # a row kernel's least rows per thread
 SPIN = 16_384  # tests of a counter a waiting thread makes before it sleeps: about 0.5 ms here
 SHORT = 1_024  # the caller's tests when its helper had not started its range: about 30 µs here
-SETTLE = 100  # pauses a thread makes after the counter moved, before it takes the GIL: about 2 µs here
+SETTLE = 100  # pauses a helper makes after a range was posted, before it takes the GIL: about 2 µs here
 YIELD = 64  # tests between two offers of the core (sched_yield) while spinning
-_POSTED, _DONE = 0, 8  # a helper's row of the counters: posted and finished generation, 64 bytes apart
+# a helper's row of the counters: posted and finished generation, 64 bytes apart, and whether the
+# caller sleeps until that helper finishes
+_POSTED, _DONE, _WAITING = 0, 8, 9
 _PAUSE = platform.machine().lower() in ("x86_64", "amd64")
 _SCHED_YIELD = sys.platform.startswith(("linux", "darwin"))
 
 
 @intrinsic
 def _load(typingctx, counters, helper, column):
-    """counters[helper, column], an acquiring atomic load."""
+    """counters[helper, column], a sequentially consistent atomic load."""
 
     def codegen(context, builder, signature, args):
-        return builder.load_atomic(_address(context, builder, signature, args), ordering="acquire", align=8)
+        return builder.load_atomic(_address(context, builder, signature, args), ordering="seq_cst", align=8)
 
     return types.int64(counters, helper, column), codegen
 
 
 @intrinsic
 def _store(typingctx, counters, helper, column, value):
-    """counters[helper, column] = value, a releasing atomic store."""
+    """counters[helper, column] = value, a sequentially consistent atomic store: a store and then a load
+    of another column are seen in that order by every thread (the helper's finish, the caller's sleep)."""
 
     def codegen(context, builder, signature, args):
         address = _address(context, builder, signature, args)
-        builder.store_atomic(args[3], address, ordering="release", align=8)
+        builder.store_atomic(args[3], address, ordering="seq_cst", align=8)
         return context.get_dummy_value()
 
     return types.void(counters, helper, column, value), codegen
@@ -131,18 +136,30 @@ def _await(counters, helper, column, old, spins, settle):
     return old
 
 
+@njit(cache=True, nogil=True)
+def _finish(counters, helper, generation, spins, settle):
+    """Post `generation` finished, the GIL released, then await the next posted one (`_await`), or return
+    −1 at once if the caller sleeps until this helper finishes (it is then to be woken)."""
+    _store(counters, helper, _DONE, generation)
+    if _load(counters, helper, _WAITING) != 0:
+        return -1
+    return _await(counters, helper, _POSTED, generation, spins, settle)
+
+
 @njit(cache=True)
 def _post(counters, helper, column, value):
-    """counters[helper, column] = value, released after every write before it (the GIL stays held)."""
+    """counters[helper, column] = value, an atomic store (the GIL stays held)."""
     _store(counters, helper, column, value)
 
 
 def compile_hand_over() -> None:
-    """Compile the spin loop and the post, or load them from the cache, as a process's first threaded
-    call does (`kernels --compile` and the compile profile call this: their children run on one thread)."""
+    """Compile the spin loop, the finish and the post, or load them from the cache, as a process's first
+    threaded call does (`kernels --compile` and the compile profile call this: their children run on one
+    thread)."""
     counters = np.zeros((1, 16), dtype=np.int64)
     _await(counters, 0, _DONE, 1, 1, 0)
-    _post(counters, 0, _DONE, 0)
+    _finish(counters, 0, 0, 1, 0)
+    _post(counters, 0, _WAITING, 0)
 
 
 class _Helpers:
@@ -154,7 +171,6 @@ class _Helpers:
         self.errors: list[tuple[int, BaseException] | None] = [None] * count  # (generation, error)
         self.started = [0] * count  # the generation each helper last took up
         self.sleeping = [False] * count
-        self.waiting = False  # the caller sleeps on `wake` until a helper finishes
         self.wake = threading.Condition()
         self.busy = threading.Lock()  # held by the one call using the helpers
         self.threads = []
@@ -167,8 +183,8 @@ class _Helpers:
         """A helper's life: await a posted generation, run its range, post it finished."""
         _no_interrupts()
         seen = 0
+        posted = _await(self.counters, helper, _POSTED, seen, SPIN, SETTLE)
         while True:
-            posted = _await(self.counters, helper, _POSTED, seen, SPIN, SETTLE)
             if posted == seen:
                 with self.wake:
                     self.sleeping[helper] = True
@@ -185,10 +201,11 @@ class _Helpers:
                     self.errors[helper] = (posted, error)
             task = kernel = args = None  # the call's arrays are the caller's again
             seen = posted
-            _post(self.counters, helper, _DONE, posted)
-            if self.waiting:  # read after posting: the caller sets it, under `wake`, before its last look
+            posted = _finish(self.counters, helper, seen, SPIN, SETTLE)
+            if posted < 0:  # the caller set `_WAITING`, under `wake`, before its last look
                 with self.wake:
                     self.wake.notify_all()
+                posted = _await(self.counters, helper, _POSTED, seen, SPIN, SETTLE)
 
     def run(self, kernel: Callable, cuts: list[int], args: tuple) -> None:
         """kernel over cuts[t]..cuts[t + 1], the first range on the calling thread."""
@@ -201,7 +218,8 @@ class _Helpers:
                 self.tasks[helper] = (posted[helper], kernel, cuts[helper + 1], cuts[helper + 2], args)
             for helper in helpers:
                 self.counters[helper, _POSTED] = posted[helper]
-            if any(self.sleeping[helper] for helper in helpers):  # after posting, as `waiting` above
+            # read after posting: a helper sets it before its last look
+            if any(self.sleeping[helper] for helper in helpers):
                 with self.wake:
                     self.wake.notify_all()
             kernel(cuts[0], cuts[1], *args)
@@ -216,21 +234,22 @@ class _Helpers:
 
     def _await_finished(self, helper: int) -> None:
         """Spin (`SPIN` tests, `SHORT` if the helper had not started its range), then sleep on `wake`,
-        until the helper has finished the generation posted to it."""
+        until the helper has finished the generation posted to it (it posts that without the GIL: no
+        pause before taking it)."""
         posted = int(self.counters[helper, _POSTED])
         spins = SPIN if self.started[helper] == posted else SHORT
-        if _await(self.counters, helper, _DONE, posted - 1, spins, SETTLE) == posted:
+        if _await(self.counters, helper, _DONE, posted - 1, spins, 0) == posted:
             return
         with self.wake:
             try:
-                self.waiting = True
+                _post(self.counters, helper, _WAITING, 1)  # then the last looks, each a fenced load
                 self.wake.notify_all()  # a posted helper asleep (an interrupt between posting and waking)
-                while self.counters[helper, _DONE] != posted:
+                while _await(self.counters, helper, _DONE, posted - 1, 0, 0) != posted:
                     if not self.threads[helper].is_alive():
                         raise RuntimeError(f"the lab's kernel thread {helper} has ended")
                     self.wake.wait(1.0)
             finally:
-                self.waiting = False
+                _post(self.counters, helper, _WAITING, 0)
 
 
 _HELPERS: list[_Helpers] = []  # at most one, NUMBA_NUM_THREADS − 1 helpers

@@ -42,6 +42,7 @@ __all__ = [
     "routed_step",
     "routing_counts",
     "softmax_gate",
+    "softmax_logit_gradient",
     "stream_key",
 ]
 
@@ -306,6 +307,19 @@ def _normalised_gate_rows(lo, hi, e, routes, g):
         g[i] = e[i, routes[i]]
 
 
+@njit(cache=True, error_model="numpy")
+def _softmax_logit_gradient(pi, routes, c):
+    """∂L/∂h_{i,m} = c_i (1[m = m_i] − π_{i,m}) (E.1): −c_i π_{i,m}, then c_i added at m_i (the twin's
+    two roundings, in its order: no fused multiply-add, `fastmath` off)."""
+    n, M = pi.shape
+    dh = np.empty((n, M), dtype=pi.dtype)
+    for i in range(n):
+        for m in range(M):
+            dh[i, m] = -c[i] * pi[i, m]
+        dh[i, routes[i]] += c[i]
+    return dh
+
+
 @njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
 def _dense_forward_rows(lo, hi, x, W, act, out):
     """Every expert on samples lo..hi − 1, f_m(x_i) (3.1), into out (n, M)."""
@@ -404,6 +418,13 @@ def softmax_gate(h, routes):
     over_threads(_exp_rows, h.shape[0], e, grain=ROWS)
     over_threads(_normalised_gate_rows, h.shape[0], e, routes, g, grain=ROWS)
     return g, e
+
+
+def softmax_logit_gradient(pi, routes, c):
+    """∂L/∂h (n, M) of the softmax gate from c_i = ∂L/∂g_i · g_i (E.1): g_i = π_{m_i} gives
+    ∂g_i/∂h_{i,m} = g_i (1[m = m_i] − π_{i,m}). One serial pass (0.16 ms as NumPy's fancy-indexed add)."""
+    pi, routes, c = _checks.softmax_logit_gradient(pi, routes, c)
+    return _softmax_logit_gradient(pi, routes, c)
 
 
 def dense_forward(x, W, act):

@@ -31,6 +31,7 @@ __all__ = [
     "routed_step",
     "routing_counts",
     "softmax_gate",
+    "softmax_logit_gradient",
     "stream_key",
 ]
 
@@ -131,3 +132,11 @@ def softmax_gate(h, routes):
     h, routes = _checks.softmax_gate(h, routes)
     pi = gate_values(h)
     return pi[np.arange(h.shape[0]), routes], pi
+
+
+def softmax_logit_gradient(pi, routes, c):
+    """Twin of `kernels.softmax_logit_gradient`: ∂L/∂h = c (1[m = m_i] − π) (E.1)."""
+    pi, routes, c = _checks.softmax_logit_gradient(pi, routes, c)
+    dh = -c[:, None] * pi
+    dh[np.arange(pi.shape[0]), routes] += c
+    return dh

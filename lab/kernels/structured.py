@@ -14,10 +14,11 @@ consecutive samples) and work on tiles of four samples of one expert: the forwar
 by four (four rows of ∇W loaded and stored per sixteen products: with two it was bound by the
 stores). A tile copies its samples' noise patches into rows of `_row_width` (float32 zero-padded to
 whole vector strides), and W is padded alike. The cubic step, which every table's nonlinear model
-runs, keeps the filters last instead (`_filters_last`, `_tile_noise_z_by_filters`): four samples
-times four machine vectors of filters in registers, one multiply-add per k, no horizontal sums
-(`lab.kernels._simd`). Measured on one thread at setting 1, a 512-filter single's step went from
-31 to 19 ms in float64 and from 23 to 10 ms in float32, a 128-filter single's from 8.5 to 5.7 ms.
+runs, keeps the filters last instead, on pairs of tiles (`lab.kernels._tiles`: `_filters_last`,
+`_pair_noise_z_by_filters`): samples times machine vectors of filters in registers, one multiply-add
+per k, no horizontal sums (`lab.kernels._simd`). Measured on one thread at setting 1, a 512-filter
+single's step went from 31 to 19 ms in float64 and from 23 to 10 ms in float32, a 128-filter
+single's from 8.5 to 5.7 ms, before the pairs.
 Each chunk of the cubic step sorts its own blocks of samples (`_block_tiles`), zeroes its own
 buffers, and its epilogue is one jitted pass (`_cubic_gradient`): the serial NumPy glue around the
 kernel had cost about 90 µs a call. The other activations keep the dot-product tiles.
@@ -59,18 +60,19 @@ from numba import njit
 
 from lab.kernels import _checks
 from lab.kernels._checks import MARGIN_LOSS_CODES
-from lab.kernels._simd import empty_aligned, lanes, zeros_aligned
+from lab.kernels._simd import empty_aligned, lanes
 from lab.kernels._threads import ROWS, over_threads
 from lab.kernels._tiles import (
     BLOCK,
     TILE,
     _block_tiles,
     _chunks,
+    _filters_last,
+    _pair_noise_gradient_by_filters,
+    _pair_noise_z_by_filters,
     _signal_z,
     _tile_gradient,
     _tile_noise,
-    _tile_noise_gradient_by_filters,
-    _tile_noise_z_by_filters,
     _tile_rows,
     _tile_z,
     _tiles,
@@ -310,17 +312,18 @@ def _structured_step_cubic_chunks(
     """`_structured_step_chunks` for σ(z) = z³ with the signal patches in closed form: patch (s, r) adds
     ((C₃s + 3C₂)s + 3C₁)s + C₀ to f (C = `cubic_signal_sums`), and coef·s^k to the sums S_k, k ≤ 3,
     of its (expert, signal), from which `_cubic_gradient` gives the signal part of (E.2). The noise
-    patches' products run with filters last (`_by_filters`): Wt (M, d, Jp) and the (M, d, Jp) sums."""
+    patches' products run with filters last (`_by_filters`): Wt (M, d, Jp) and the (M, d, Jp) sums,
+    on two tiles of one expert at a time (eight samples; a tile without a partner is paired with
+    copies of its last sample, whose coefficients are zero), read from `noise` in place."""
     n, Q, D = noise.shape[0], noise.shape[1], noise.shape[2]
     S, M, Jp = index.shape[1], Wt.shape[0], Wt.shape[2]
     J, L = readout.shape[0], lanes(Wt)
     Jc = -(-J // L) * L
-    P, blocks = S + Q, -(-n // BLOCK)
+    blocks = -(-n // BLOCK)
     zero, three = noise.dtype.type(0), noise.dtype.type(3)
-    w, sum_rows = Wt.reshape(-1), buffers.reshape(-1)  # flat views made once, not per tile
-    ztile = np.zeros((TILE, P, Jp), dtype=noise.dtype)
-    xtile = np.zeros((TILE, Q, D), dtype=noise.dtype)
-    z = ztile.reshape(-1)
+    w, sum_rows = Wt.reshape(-1), buffers.reshape(-1)  # flat views made once, not per pair
+    ztile = np.zeros((2 * TILE, Q, Jp), dtype=noise.dtype)  # the pair's noise pre-activations
+    z, pair = ztile.reshape(-1), np.empty(2 * TILE, dtype=np.int64)
     order, bounds = np.empty(BLOCK, dtype=np.int64), np.empty(M + 1, dtype=np.int64)
     tiles = np.empty((BLOCK // TILE + M, 3), dtype=np.int64)
     for c in range(lo, hi):
@@ -328,38 +331,46 @@ def _structured_step_cubic_chunks(
         sums[c] = zero
         for block in range(c * blocks // chunks, (c + 1) * blocks // chunks):
             lo, hi = block * BLOCK, min(n, (block + 1) * BLOCK)
-            for t in range(_block_tiles(routes, lo, hi, order, bounds, tiles)):
-                m, count, i0, i1, i2, i3 = _tile_rows(order, tiles, t)
-                _tile_noise(noise, i0, i1, i2, i3, xtile)
-                _tile_noise_z_by_filters(xtile, w, Jp, m, Jc, z, S)
-                for a in range(TILE):
-                    if a < count:
-                        i = order[tiles[t, 0] + a]
+            T, t = _block_tiles(routes, lo, hi, order, bounds, tiles), 0
+            while t < T:
+                m = tiles[t, 2]
+                width = 2 if t + 1 < T and tiles[t + 1, 2] == m else 1  # tiles in the pair
+                _, _, pair[0], pair[1], pair[2], pair[3] = _tile_rows(order, tiles, t)
+                if width == 2:
+                    _, _, pair[4], pair[5], pair[6], pair[7] = _tile_rows(order, tiles, t + 1)
+                else:
+                    pair[TILE:] = pair[TILE - 1]
+                _pair_noise_z_by_filters(noise, pair, w, Jp, m, Jc, z)
+                for a in range(2 * TILE):
+                    u = t + a // TILE
+                    if a // TILE < width and a % TILE < tiles[u, 1]:
+                        i = order[tiles[u, 0] + a % TILE]
                         total = zero
-                        for p in range(S, P):
+                        for q in range(Q):
                             for j in range(J):
-                                v = ztile[a, p, j]
+                                v = ztile[a, q, j]
                                 total += readout[j] * (v * v * v)
-                        for u in range(S):
-                            r, s = index[i, u], scale[i, u]
+                        for p in range(S):
+                            r, s = index[i, p], scale[i, p]
                             c0, c1, c2, c3 = C[m, r, 0], C[m, r, 1], C[m, r, 2], C[m, r, 3]
                             total += ((c3 * s + three * c2) * s + three * c1) * s + c0
                         f[i] = total
                         slope = _margin_slope(margin_scale[i] * total, loss) * margin_scale[i] / n
                         coef = noise.dtype.type(slope)
-                        for p in range(S, P):
+                        for q in range(Q):
                             for j in range(J):
-                                v = ztile[a, p, j]
-                                ztile[a, p, j] = three * v * v * coef * readout[j]
-                        for u in range(S):
-                            r, s = index[i, u], scale[i, u]
+                                v = ztile[a, q, j]
+                                ztile[a, q, j] = three * v * v * coef * readout[j]
+                        for p in range(S):
+                            r, s = index[i, p], scale[i, p]
                             sums[c, m, r, 0] += coef
                             sums[c, m, r, 1] += coef * s
                             sums[c, m, r, 2] += coef * s * s
                             sums[c, m, r, 3] += coef * s * s * s
                     else:
                         ztile[a] = 0.0  # a repeated sample: computed, never counted
-                _tile_noise_gradient_by_filters(xtile, z, Jp, Jc, sum_rows, (c * M + m) * D * Jp, S)
+                _pair_noise_gradient_by_filters(noise, pair, z, Jp, Jc, sum_rows, (c * M + m) * D * Jp)
+                t += width
 
 
 @njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
@@ -404,18 +415,6 @@ def _prepared(signals, offset, index, scale, noise, W):
     if width > d:
         W = np.concatenate([W, np.zeros((*W.shape[:2], width - d), dtype=noise.dtype)], axis=2)
     return G, b, index, scale, W
-
-
-def _filters_last(W):
-    """Wt (M, d, Jp) = W (M, J, d) with its filters last, zero-padded to Jp, an odd number of vectors
-    (`lab.kernels._simd`): the layout of `_tile_noise_z_by_filters`. An even number would put a
-    power-of-two stride between the rows (4 KB at 512 float64 filters), whose loads then share one
-    L1 set: the 512-filter single's step took 91 instead of 22 ms."""
-    L = lanes(W)
-    vectors = -(-W.shape[1] // L)
-    Wt = zeros_aligned((W.shape[0], W.shape[2], (vectors | 1) * L), W.dtype)
-    Wt[:, :, : W.shape[1]] = W.transpose(0, 2, 1)
-    return Wt
 
 
 def _in_order(buffers, signals, offset, A, B):

@@ -442,6 +442,12 @@ def _kernel_problem(name, n, M, rng):
         return {"s": x[:, 0], "dh": h}, {"s": x_breaks, "dh": (*real, "empty")}
     if name == "softmax_gate":
         return {"h": h, "routes": routes}, {"h": (*shape_breaks, "empty"), "routes": index}
+    if name == "softmax_logit_gradient":
+        return {"pi": h, "routes": routes, "c": rng.normal(size=n)}, {
+            "pi": (*shape_breaks, "empty"),
+            "routes": index,
+            "c": real,
+        }
     if name == "perturbed_argmax":
         return {"h": h, "seed": 5, "noise_code": 0, "a": 0.0, "b": 1.0}, {"h": (*real, "empty"), **noise}
     if name == "routing_counts":

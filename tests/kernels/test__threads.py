@@ -126,11 +126,11 @@ def test_a_forked_child_makes_its_own_helpers(threads):
         assert pool.map(_forked_ranges, [0]) == [(64, 2)]
 
 
-def test_compile_hand_over_compiles_the_spin_loop_and_the_post():
+def test_compile_hand_over_compiles_the_spin_loop_the_finish_and_the_post():
     """`kernels --compile` and the compile profile run on one thread: they reach the spin loops through
     `compile_hand_over` alone."""
     _threads.compile_hand_over()
-    assert _threads._await.signatures and _threads._post.signatures
+    assert _threads._await.signatures and _threads._finish.signatures and _threads._post.signatures
 
 
 @njit(nogil=True, cache=False)
@@ -150,7 +150,8 @@ def test_a_caller_outwaited_by_its_helper_sleeps_until_the_helper_wakes_it(threa
     _two_threads_or_skip(threads)
     seen, starts = np.zeros(64, dtype=np.int64), np.zeros(65, dtype=np.int64)
     over_threads(_slow_past_the_first, 64, seen, starts)
-    assert (seen == 1).all() and starts.sum() == 2 and not _threads._HELPERS[0].waiting
+    assert (seen == 1).all() and starts.sum() == 2
+    assert not _threads._HELPERS[0].counters[:, _threads._WAITING].any()
 
 
 def test_a_helper_runs_a_task_only_at_the_generation_it_names(threads):

@@ -22,6 +22,7 @@ def test_both_backends_have_the_same_names():
         "routed_backward",
         "routed_step",
         "softmax_gate",
+        "softmax_logit_gradient",
         "dense_forward",
         "perturbed_argmax",
         "routing_counts",

@@ -159,7 +159,8 @@ def test_the_agreement_check_catches_a_signal_index_off_by_one(
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize(("J", "d", "Q"), [(33, 49, 1), (64, 50, 2), (65, 7, 1), (130, 50, 1), (512, 50, 1)])
 def test_cubic_step_with_filters_last_at_wide_layers(J, d, Q, dtype):
-    """The cubic step's filters-last tiles (four vectors of filters, then one at a time, odd and even d)
+    """The cubic step's filters-last pairs of tiles (two vectors of filters, then an odd last one, odd
+    and even d, an expert's last tile alone or paired)
     agree with the dense path at layers wider than the Hypothesis cases: J past four vectors of 8
     (float64) or 16 (float32) lanes, and not a whole number of them."""
     arrays, W, routes, coef = _problem(5, 97, 3, Q, 8, d, 2, J, False, dtype)
