@@ -86,6 +86,7 @@ from lab.kernels.routed import (
     _sigma_and_prime,
     _sigma_prime,
     _slopes,
+    _sum_buffers,
 )
 from lab.kernels.structured_numpy import signal_gradient, signal_products
 
@@ -280,17 +281,18 @@ def _cubic_gradient(buffers, sums, G, b, readout, signals, offset):
     over each expert's patches of signal r: σ'(s G + b) = 3(s G + b)², so A = 3a(G²S₃ + 2Gb S₂ + b²S₁)
     and B = 3a Σ_r (G²S₂ + 2Gb S₁ + b²S₀). One serial pass: as NumPy calls it cost about 30 µs a step."""
     chunks, M, D, R, J = buffers.shape[0], buffers.shape[1], buffers.shape[2], G.shape[1], G.shape[2]
-    noise_sum = buffers[0].copy()
-    for c in range(1, chunks):
-        noise_sum += buffers[c]
-    grad = np.empty((M, J, D), dtype=buffers.dtype)
-    for m in range(M):
+    noise_sum = _sum_buffers(buffers.reshape(chunks, -1)).reshape(M, D, buffers.shape[3])
+    grad, S = np.empty((M, J, D), dtype=buffers.dtype), np.empty((R, 4), dtype=buffers.dtype)
+    for m in range(M):  # scalar loops, not array expressions: the same sums, 0.65 instead of 1.1 s to compile
         for j in range(J):
             for k in range(D):
                 grad[m, j, k] = noise_sum[m, k, j]
-        S = np.zeros((R, 4), dtype=buffers.dtype)
-        for c in range(chunks):
-            S += sums[c, m]
+        for r in range(R):
+            for q in range(4):
+                total = buffers.dtype.type(0)
+                for c in range(chunks):
+                    total += sums[c, m, r, q]
+                S[r, q] = total
         for j in range(J):
             three_a, bj = 3.0 * readout[j], b[m, j]
             B = 0.0
