@@ -286,11 +286,13 @@ def over_threads(kernel: Callable, count: int, *args, grain: int = 1) -> None:
     if a range would hold under `grain` indices), the first on the calling thread; returns when all are
     done, raising the first error."""
     threads = min(numba.get_num_threads(), max(1, count // grain))
-    helpers = _helpers() if threads > 1 else None
-    if helpers is None or not helpers.busy.acquire(blocking=False):
-        kernel(0, count, *args)
-        return
-    try:
-        helpers.run(kernel, [count * t // threads for t in range(threads + 1)], args)
+    helpers, held = _helpers() if threads > 1 else None, False
+    try:  # acquired inside: an interrupt right after the acquire still releases it
+        held = helpers is not None and helpers.busy.acquire(blocking=False)
+        if held:
+            helpers.run(kernel, [count * t // threads for t in range(threads + 1)], args)
+        else:
+            kernel(0, count, *args)
     finally:
-        helpers.busy.release()
+        if held:
+            helpers.busy.release()

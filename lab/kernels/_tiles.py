@@ -11,9 +11,10 @@ step, in the layout of `_filters_last`), and `_signal_z` / `_tile_gradient` the 
 patches' scalar terms of (3.1) and (E.2). `_chunks` fixes the reduction chunks by n alone (determinism).
 
 The cubic step takes two tiles of one expert at a time, eight samples, read from the noise in place:
-each row of Wt and of the gradient's sums is then loaded once per eight samples instead of four (a
-128-filter expert's (d, Jp) rows are 54 KB in float64, more than L1 here), with the same bits (a
-sample's products keep their order over k, and the sums add the samples in the same order). The
+each row of Wt, and with one noise patch each row of the gradient's sums, is then loaded once per
+eight samples instead of four (a 128-filter expert's (d, Jp) rows are 54 KB in float64, more than L1
+here), with the same bits (a sample's products keep their order over k, and the sums add tile by
+tile, patch by patch, as before). The
 kernel alone, same process, alternating: a 128-filter single 4.9 → 4.3 ms in float64 and 2.8 → 2.5
 ms in float32, the MoE's (16 filters) 1.18 → 1.00 and 1.13 → 0.83 ms.
 
@@ -194,34 +195,41 @@ def _pair_noise_z_by_filters(noise, ids, w, Jp, m, Jc, z):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _pair_noise_gradient_by_filters(noise, ids, g, Jp, Jc, r, base):
-    """r (flat) [base + k·Jp + j] += Σ_a Σ_q ξ_{ids[a], q, k} g_a[q, j], j < Jc, a = 0..7 in order: the
-    noise patches' terms of (E.2) with filters last (g the pair's (8, Q, Jp) coefficients, flat), its g
-    in registers (eight samples × two vectors) and each row of the (d, Jp) sums loaded and stored once
-    per eight samples."""
+def _pair_noise_gradient_by_filters(noise, ids, g, Jp, Jc, r, base, width):
+    """r (flat) [base + k·Jp + j] += Σ_a Σ_q ξ_{ids[a], q, k} g_a[q, j], j < Jc: the noise patches' terms
+    of (E.2) with filters last (g the pair's (8, Q, Jp) coefficients, flat) for the pair's `width` tiles,
+    added tile by tile and patch by patch within a tile, as four samples at a time add them. With one
+    patch (Q = 1) and two tiles that order is the eight samples in order, so each row of the (d, Jp)
+    sums is loaded and stored once per eight samples; else once per tile and patch."""
     Q, d, L = noise.shape[1], noise.shape[2], lanes(g)
-    i0, i1, i2, i3, i4, i5, i6, i7 = ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6], ids[7]
-    row = Q * Jp
-    for q in range(Q):
-        j = 0
-        while j < Jc:
-            two = j + 2 * L <= Jc  # else one vector, the last
-            o, p = q * Jp + j, q * Jp + j + (L if two else 0)
-            g0, g1, g2, g3 = _rows4(g, o, o + row, o + 2 * row, o + 3 * row)
-            h0, h1, h2, h3 = _rows4(g, p, p + row, p + 2 * row, p + 3 * row)
-            o, p = o + 4 * row, p + 4 * row
-            g4, g5, g6, g7 = _rows4(g, o, o + row, o + 2 * row, o + 3 * row)
-            h4, h5, h6, h7 = _rows4(g, p, p + row, p + 2 * row, p + 3 * row)
-            for k in range(d):
-                at = base + k * Jp + j
-                x0, x1, x2, x3 = noise[i0, q, k], noise[i1, q, k], noise[i2, q, k], noise[i3, q, k]
-                x4, x5, x6, x7 = noise[i4, q, k], noise[i5, q, k], noise[i6, q, k], noise[i7, q, k]
-                r0 = _fma4(vload(r, at), x0, x1, x2, x3, g0, g1, g2, g3)
-                vstore(r, at, _fma4(r0, x4, x5, x6, x7, g4, g5, g6, g7))
-                if two:
-                    r1 = _fma4(vload(r, at + L), x0, x1, x2, x3, h0, h1, h2, h3)
-                    vstore(r, at + L, _fma4(r1, x4, x5, x6, x7, h4, h5, h6, h7))
-            j += 2 * L if two else L
+    row, fused = Q * Jp, Q == 1 and width == 2
+    for half in range(1 if fused else width):
+        a = TILE * half  # the pass's first sample; with `fused` the pass has eight
+        i0, i1, i2, i3 = ids[a], ids[a + 1], ids[a + 2], ids[a + 3]
+        i4, i5, i6, i7 = ids[4], ids[5], ids[6], ids[7]
+        for q in range(Q):
+            j = 0
+            while j < Jc:
+                two = j + 2 * L <= Jc  # else one vector, the last
+                o, p = (a * Q + q) * Jp + j, (a * Q + q) * Jp + j + (L if two else 0)
+                g0, g1, g2, g3 = _rows4(g, o, o + row, o + 2 * row, o + 3 * row)
+                h0, h1, h2, h3 = _rows4(g, p, p + row, p + 2 * row, p + 3 * row)
+                o, p = o + 4 * row, p + 4 * row  # samples 4..7, read only when fused
+                g4, g5, g6, g7 = _rows4(g, o, o + row, o + 2 * row, o + 3 * row)
+                h4, h5, h6, h7 = _rows4(g, p, p + row, p + 2 * row, p + 3 * row)
+                for k in range(d):
+                    at = base + k * Jp + j
+                    x0, x1, x2, x3 = noise[i0, q, k], noise[i1, q, k], noise[i2, q, k], noise[i3, q, k]
+                    r0 = _fma4(vload(r, at), x0, x1, x2, x3, g0, g1, g2, g3)
+                    r1 = _fma4(vload(r, at + L), x0, x1, x2, x3, h0, h1, h2, h3) if two else r0
+                    if fused:
+                        x4, x5, x6, x7 = noise[i4, q, k], noise[i5, q, k], noise[i6, q, k], noise[i7, q, k]
+                        r0 = _fma4(r0, x4, x5, x6, x7, g4, g5, g6, g7)
+                        r1 = _fma4(r1, x4, x5, x6, x7, h4, h5, h6, h7)
+                    vstore(r, at, r0)
+                    if two:
+                        vstore(r, at + L, r1)
+                j += 2 * L if two else L
 
 
 @njit(cache=True, error_model="numpy")

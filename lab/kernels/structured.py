@@ -316,7 +316,7 @@ def _structured_step_cubic_chunks(
     of its (expert, signal), from which `_cubic_gradient` gives the signal part of (E.2). The noise
     patches' products run with filters last (`_by_filters`): Wt (M, d, Jp) and the (M, d, Jp) sums,
     on two tiles of one expert at a time (eight samples; a tile without a partner is paired with
-    copies of its last sample, whose coefficients are zero), read from `noise` in place."""
+    copies of its last sample, whose products are never added), read from `noise` in place."""
     n, Q, D = noise.shape[0], noise.shape[1], noise.shape[2]
     S, M, Jp = index.shape[1], Wt.shape[0], Wt.shape[2]
     J, L = readout.shape[0], lanes(Wt)
@@ -371,7 +371,7 @@ def _structured_step_cubic_chunks(
                             sums[c, m, r, 3] += coef * s * s * s
                     else:
                         ztile[a] = 0.0  # a repeated sample: computed, never counted
-                _pair_noise_gradient_by_filters(noise, pair, z, Jp, Jc, sum_rows, (c * M + m) * D * Jp)
+                _pair_noise_gradient_by_filters(noise, pair, z, Jp, Jc, sum_rows, (c * M + m) * D * Jp, width)
                 t += width
 
 

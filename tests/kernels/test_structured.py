@@ -399,3 +399,18 @@ def test_tanh_and_the_double_softmax_slope_keep_their_precision_where_one_minus_
     rtol = 1e-13 if dtype == np.float64 else 1e-5
     for got, want in zip((backward, step, slope), expected, strict=True):
         np.testing.assert_allclose(float(got.ravel()[0]), want, rtol=rtol)
+
+
+def test_cubic_step_adds_a_pairs_noise_terms_tile_by_tile_and_patch_by_patch():
+    """Two tiles of one expert with two noise patches: ∇W adds tile 0's patches, then tile 1's, the order
+    four samples at a time had (the committed runs' bits rest on it). Here that order rounds the tiny
+    patch away before two large terms cancel (0.0); patch by patch across the tiles would keep it."""
+    n, d = 8, 2
+    noise = np.zeros((n, 2, d))
+    noise[0, 0], noise[0, 1], noise[4, 0] = [1e6, 1.0], [1e-3, 1.0], [1e6, -1.0]
+    margin = np.zeros(n)
+    margin[[0, 4]] = -1.0
+    structure = (np.zeros((1, d)), np.zeros(d), np.zeros((n, 0), np.int64), np.zeros((n, 0)), noise)
+    W, routes = np.array([[[1.0, 0.0]]]), np.zeros(n, np.int64)
+    f, grad = LIBS["numba"].structured_step(*structure, W, routes, margin, ACTIVATION_CODES["cubic"], 0)
+    assert f[0] == 1e18 and grad[0, 0, 1] == 0.0
