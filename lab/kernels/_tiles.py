@@ -214,9 +214,12 @@ def _pair_noise_gradient_by_filters(noise, ids, g, Jp, Jc, r, base, width):
                 o, p = (a * Q + q) * Jp + j, (a * Q + q) * Jp + j + (L if two else 0)
                 g0, g1, g2, g3 = _rows4(g, o, o + row, o + 2 * row, o + 3 * row)
                 h0, h1, h2, h3 = _rows4(g, p, p + row, p + 2 * row, p + 3 * row)
-                o, p = o + 4 * row, p + 4 * row  # samples 4..7, read only when fused
-                g4, g5, g6, g7 = _rows4(g, o, o + row, o + 2 * row, o + 3 * row)
-                h4, h5, h6, h7 = _rows4(g, p, p + row, p + 2 * row, p + 3 * row)
+                g4, g5, g6, g7 = g0, g1, g2, g3  # samples 4..7, past the pair's rows unless fused
+                h4, h5, h6, h7 = h0, h1, h2, h3
+                if fused:
+                    o, p = o + 4 * row, p + 4 * row
+                    g4, g5, g6, g7 = _rows4(g, o, o + row, o + 2 * row, o + 3 * row)
+                    h4, h5, h6, h7 = _rows4(g, p, p + row, p + 2 * row, p + 3 * row)
                 for k in range(d):
                     at = base + k * Jp + j
                     x0, x1, x2, x3 = noise[i0, q, k], noise[i1, q, k], noise[i2, q, k], noise[i3, q, k]
