@@ -23,7 +23,7 @@ from lab.chen2022 import replicate as chen
 from lab.chen2022.recertify import CHECKED, check, check_sample, recertify
 from lab.chen2022.runs import ARITHMETIC, VARIANT_NAMES, expand, run_one
 from lab.chen2022.tables import TARGET_HELP, TARGETS
-from lab.chen2022.timing import Stopwatch, by_model, write_timing
+from lab.chen2022.timing import Stopwatch, by_model, calibrated_dtypes, write_timing
 from lab.core.errors import InputError
 from lab.core.registry import Replication, RunStore, TrainingRuns
 
@@ -66,9 +66,10 @@ def train_runs(configs: list[dict], args: argparse.Namespace, prepare: Prepare) 
         chen.train_missing(configs, args.out, args.jobs, args.keep_stale, args.quiet, prepare)
         return
     for model, group in by_model(configs):
-        stopwatch.calibrate(model, args.dtype, "before")
+        dtypes = calibrated_dtypes(group)
+        stopwatch.calibrate(model, dtypes, "before")
         chen.train_missing(group, args.out, args.jobs, args.keep_stale, args.quiet, prepare)
-        stopwatch.calibrate(model, args.dtype, "after")
+        stopwatch.calibrate(model, dtypes, "after")
 
 
 def recertify_runs(configs: list[dict], args: argparse.Namespace, prepare: Prepare) -> int:

@@ -10,16 +10,19 @@ The FLOP are the arithmetic floor of a run: the dense products its structured st
 Def. 3.1's structure (`lab.kernels.structured`) a signal patch costs one small product per expert and
 step, so a step of Algorithm 1 leaves two kinds of dense work: the experts' noise patches (P − S of them,
 S = `data.SIGNAL_ROLES`), forward ⟨w, ξ⟩ and backward Σ coef·σ'·ξ (E.2), each 2·n·J·width FLOP per
-patch; and an MoE's router, h = sΘ and ∇Θ = sᵀ∂h (2·n·d·M each). Linear experts collapse to one filter
-on one patch (`plan.LinearExperts`). A multiply-add counts as two.
+patch, in the run's dtype; and an MoE's router, h = sΘ and ∇Θ = sᵀ∂h (2·n·d·M each), in float64 in
+every run (`ROUTER_DTYPE`: `training.prepare` keeps s in float64). Linear experts collapse to one filter
+on one patch (`plan.LinearExperts`). A multiply-add counts as two. A model's totals keep the router's
+share apart (`router_flops`), so its floor counts each part at its own dtype's peak rate.
 
 The clocks are the lab's (`lab.core.timing.Stopwatch`); the run store and the model code are imported in
 the functions that read them, after the clocks have started.
 
 A record calibrates itself: `replicate --timing` trains one model's runs at a time and measures this
 machine's peak multiply-add rate on one core before and after each (`Stopwatch.calibrate`, the best of
-`CALIBRATION_ROUNDS` rounds of `lab.kernels.bench.peak`), so each model's "× the arithmetic floor" is a
-ratio within one run and one machine (`calibration`; per model its `peak_gflops`, the better of the two).
+`CALIBRATION_ROUNDS` rounds of `lab.kernels.bench.peak`), in the run's dtype and, for a float32 record,
+in the router's float64 too, so each model's "× the arithmetic floor" is a ratio within one run and one
+machine (`calibration`; per model its `peak_gflops` and `router_peak_gflops`, the better of the two).
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.core.io import write_json_atomic
-from lab.core.schema import COUNT, INT, LIST, POSITIVE, TEXT, Each
+from lab.core.schema import COUNT, INT, LIST, NUMBER, POSITIVE, TEXT, Each
 from lab.core.timing import Stopwatch as Clock
 
-TIMING_FORMAT = "moe-lab replicate timing 2"
+TIMING_FORMAT = "moe-lab replicate timing 3"
 CALIBRATION_ROUNDS = 7  # timed rounds of the peak chains per calibration; the best counts
+ROUTER_DTYPE = "float64"  # the router's s and Θ in every run, whatever the experts' dtype
 # what a record keeps of each trained run: its configuration (`runs.expand`, with the MoE
 # options of `tables.MOE_DEFAULTS`), steps and seconds
 RUN_FIELDS = (
@@ -61,7 +65,9 @@ TIMING = {  # the schema of a timing record (what the docs read of it)
     "jobs cores threads": COUNT,
     "wall_seconds cpu_seconds": POSITIVE,
     "runs": Each(TIMING_RUN, "run"),
-    "models": Each({"model": TEXT, "runs": INT, "seconds flops": POSITIVE}, "model"),  # `model_totals`
+    "models": Each(  # `model_totals`
+        {"model": TEXT, "runs": INT, "seconds flops": POSITIVE, "router_flops": NUMBER}, "model"
+    ),
 }
 
 
@@ -95,13 +101,14 @@ class Stopwatch:
     stored: frozenset[tuple[int, int, int]]
     calibration: list[dict[str, Any]] = field(default_factory=list)
 
-    def calibrate(self, model: str, dtype: str, when: str) -> None:
-        """This machine's peak multiply-add rate on one core now, in GFLOP/s, for `model` (`when`: before
-        or after its runs)."""
+    def calibrate(self, model: str, dtypes: tuple[str, ...], when: str) -> None:
+        """This machine's peak multiply-add rate on one core now in each of `dtypes`, in GFLOP/s, for
+        `model` (`when`: before or after its runs)."""
         from lab.kernels.bench.peak import peak_rate
 
-        rate = peak_rate(dtype, CALIBRATION_ROUNDS) / 1e9
-        self.calibration.append({"model": model, "when": when, "dtype": dtype, "gflops": rate})
+        for dtype in dtypes:
+            rate = peak_rate(dtype, CALIBRATION_ROUNDS) / 1e9
+            self.calibration.append({"model": model, "when": when, "dtype": dtype, "gflops": rate})
 
     @classmethod
     def start(cls, out: str) -> Stopwatch:
@@ -160,6 +167,15 @@ def run_train_config(run: dict) -> Any:
     return moe_run_config(run)
 
 
+def router_step_flops(run: dict, n: int) -> float:
+    """FLOP of an MoE router's two products in one training step of `run` on n samples (0 for a single)."""
+    from lab.chen2022 import data
+
+    if run["model"].startswith("single"):
+        return 0.0
+    return float(2 * 2 * n * data.setting(run["setting"]).d * run_train_config(run).M)
+
+
 def step_flops(run: dict, n: int) -> float:
     """FLOP of the dense products in one training step of `run` on n samples (see the module text)."""
     from lab.chen2022 import data
@@ -169,15 +185,15 @@ def step_flops(run: dict, n: int) -> float:
     patches = 1 if linear else setting.P - len(data.SIGNAL_ROLES)
     filters = 1 if linear else cfg.J
     experts = 2 * 2 * n * patches * filters * (setting.d + int(cfg.bias))
-    router = 0 if run["model"].startswith("single") else 2 * 2 * n * setting.d * cfg.M
-    return float(experts + router)
+    return float(experts) + router_step_flops(run, n)
 
 
-def run_flops(run: dict) -> float:
-    """FLOP of the dense products over all of `run`'s training steps, on its tier's training set."""
+def run_flops(run: dict, part=step_flops) -> float:
+    """FLOP of the dense products (or of `part` of them) over all of `run`'s training steps, on its
+    tier's training set."""
     from lab.chen2022.runs import TIER_SIZES
 
-    return step_flops(run, TIER_SIZES[run["tier"]][0]) * run["steps"]
+    return part(run, TIER_SIZES[run["tier"]][0]) * run["steps"]
 
 
 def model_name(run: dict[str, Any]) -> str:
@@ -190,6 +206,14 @@ def model_name(run: dict[str, Any]) -> str:
     return f"{run['model']}, M = {run['M']}, J = {run['J']}"
 
 
+def calibrated_dtypes(configs: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The dtypes whose peak rate the floor of one model's runs `configs` needs: theirs, and the router's
+    when they have one in another dtype."""
+    dtype = configs[0]["dtype"]
+    routed = any(not c["model"].startswith("single") for c in configs)
+    return (dtype, ROUTER_DTYPE) if routed and dtype != ROUTER_DTYPE else (dtype,)
+
+
 def by_model(configs: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
     """The run configs grouped by `model_name`, sorted by it."""
     groups: dict[str, list[dict]] = defaultdict(list)
@@ -199,21 +223,27 @@ def by_model(configs: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, An
 
 
 def model_totals(runs: list[dict[str, Any]], calibration: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
-    """Per model (sorted by its name and size): its runs, their own seconds and their FLOP, and the best
-    peak rate calibrated around its runs (`peak_gflops`, when the record calibrated)."""
-    peaks: dict[str, float] = {}
+    """Per model (sorted by its name and size): its runs, their own seconds, their FLOP and the router's
+    share of them, and the best peak rates calibrated around its runs, in the runs' dtype (`peak_gflops`)
+    and in `ROUTER_DTYPE` (`router_peak_gflops`), when the record calibrated."""
+    peaks: dict[tuple[str, str], float] = {}
     for c in calibration:
-        peaks[c["model"]] = max(peaks.get(c["model"], 0.0), c["gflops"])
-    return [
-        {
-            "model": m,
-            "runs": len(rs),
-            "seconds": sum(r["seconds"] for r in rs),
-            "flops": sum(map(run_flops, rs)),
-        }
-        | ({"peak_gflops": peaks[m]} if m in peaks else {})
-        for m, rs in by_model(runs)
-    ]
+        key = (c["model"], c["dtype"])
+        peaks[key] = max(peaks.get(key, 0.0), c["gflops"])
+    totals = []
+    for m, rs in by_model(runs):
+        rates = {"peak_gflops": (m, rs[0]["dtype"]), "router_peak_gflops": (m, ROUTER_DTYPE)}
+        totals.append(
+            {
+                "model": m,
+                "runs": len(rs),
+                "seconds": sum(r["seconds"] for r in rs),
+                "flops": sum(map(run_flops, rs)),
+                "router_flops": sum(run_flops(r, router_step_flops) for r in rs),
+            }
+            | {name: peaks[key] for name, key in rates.items() if key in peaks}
+        )
+    return totals
 
 
 def write_timing(path: str, stopwatch: Stopwatch, args: argparse.Namespace, configs: list[dict]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lab.chen2022.timing import ROUTER_DTYPE
 from lab.docs.results import Results
 
 TARGET_MINUTES = 15.0
@@ -22,26 +23,35 @@ def _rate(results: Results, dtype: str) -> float | None:
     return None
 
 
-def _model_rate(results: Results, record: dict[str, Any], model: dict[str, Any]) -> float | None:
-    """A model's peak rate in FLOP/s per thread: calibrated around its runs in the record itself when it
-    was (`peak_gflops`), else the bench summary's (another run, maybe another machine)."""
-    if model.get("peak_gflops"):
-        return model["peak_gflops"] * 1e9
-    return _rate(results, record["dtype"])
+def _model_rate(results: Results, record: dict[str, Any], model: dict[str, Any], router: bool = False):
+    """A model's peak rate in FLOP/s per thread, in the record's dtype or (`router`) in the router's:
+    calibrated around its runs in the record itself when it was (`peak_gflops`, `router_peak_gflops`),
+    else the bench summary's (another run, maybe another machine). None without either."""
+    name, dtype = ("router_peak_gflops", ROUTER_DTYPE) if router else ("peak_gflops", record["dtype"])
+    if model.get(name):
+        return model[name] * 1e9
+    return _rate(results, dtype)
 
 
-def calibrated(record: dict[str, Any]) -> bool:
-    """Whether every model of a record carries its own peak rate (a self-calibrated record)."""
-    return bool(record["models"]) and all(m.get("peak_gflops") for m in record["models"])
+def model_floor_seconds(results: Results, record: dict[str, Any], model: dict[str, Any]) -> float | None:
+    """A model's FLOP at one thread's peak rate: the experts' share in the record's dtype, the router's in
+    `ROUTER_DTYPE` (None without a rate for a share that has FLOP)."""
+    router = model["router_flops"]
+    rates = (
+        _model_rate(results, record, model),
+        _model_rate(results, record, model, True) if router else 1.0,
+    )
+    if None in rates:
+        return None
+    return (model["flops"] - router) / rates[0] + router / rates[1]
 
 
 def floor_minutes(results: Results, record: dict[str, Any]) -> float | None:
     """The arithmetic floor of a timing record in minutes (None without runs or a peak rate)."""
-    rates = [_model_rate(results, record, m) for m in record["models"]]
-    if not record["runs"] or any(rate is None for rate in rates):
+    floors = [model_floor_seconds(results, record, m) for m in record["models"]]
+    if not record["runs"] or None in floors:
         return None
-    seconds = sum(m["flops"] / rate for m, rate in zip(record["models"], rates, strict=True))
-    return seconds / record["cores"] / 60
+    return sum(floors) / record["cores"] / 60
 
 
 def target_status(record: dict[str, Any]) -> str:
@@ -62,10 +72,10 @@ def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     found = []
     for m in record["models"]:
-        rate = _model_rate(results, record, m)
+        floor = model_floor_seconds(results, record, m)
         per_thread = m["flops"] / m["seconds"] / threads
-        above = (m["seconds"] - m["flops"] / (rate * threads)) / record["jobs"] / 60 if rate else None
-        fraction = per_thread / rate if rate else None
+        above = None if floor is None else (m["seconds"] - floor / threads) / record["jobs"] / 60
+        fraction = None if floor is None else floor / threads / m["seconds"]
         found.append(m | {"per_thread": per_thread, "fraction": fraction, "above_minutes": above})
     return found
 

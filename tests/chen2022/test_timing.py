@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from lab.chen2022 import replicate as R
-from lab.chen2022.timing import TIMING_FORMAT, model_totals, run_flops
+from lab.chen2022.timing import (
+    ROUTER_DTYPE,
+    TIMING_FORMAT,
+    calibrated_dtypes,
+    model_totals,
+    router_step_flops,
+    run_flops,
+)
 from lab.cli.main import main
 from lab.core.keys import task_key
 from lab.docs.findings_data import registered, render_finding
@@ -45,8 +52,8 @@ def test_a_timed_replicate_records_its_time_and_the_runs_it_trained(short_runs, 
     assert all(r["steps"] == 12 and r["seconds"] > 0 for r in first["runs"])
     assert first["models"] == model_totals(first["runs"], first["calibration"])
     models = sorted({m["model"] for m in first["models"]})  # each calibrated before and after its runs
-    assert [(c["model"], c["when"]) for c in first["calibration"]] == [
-        (m, when) for m in models for when in ("before", "after")
+    assert [(c["model"], c["when"], c["dtype"]) for c in first["calibration"]] == [
+        (m, when, "float64") for m in models for when in ("before", "after")
     ]
     assert all(c["gflops"] > 0 for c in first["calibration"])
     assert all(m["peak_gflops"] > 0 for m in first["models"])
@@ -153,6 +160,34 @@ def test_a_calibrated_record_takes_its_own_peak_rate_per_model_not_the_bench_sum
     expected = sum(map(run_flops, runs)) / (25e9 * 2) / 60
     assert floor_minutes(_results(record), record) == pytest.approx(expected)  # not the summary's 50
     assert floor_minutes(_results(record, peak=None), record) == pytest.approx(expected)
+
+
+def _moe_runs(dtype: str) -> list[dict]:
+    """The MoE runs of Table 1 at the full tier in `dtype`, 100 steps and 60 s each."""
+    configs = [c for c in R.expand("table1", [1], 1, dtype=dtype) if c["model"].startswith("moe")]
+    return [c | {"steps": 100, "seconds": 60.0} for c in configs]
+
+
+def test_a_float32_moes_router_counts_at_the_float64_rate_it_runs_at():
+    runs = _moe_runs("float32")
+    assert ROUTER_DTYPE == "float64" and calibrated_dtypes(runs) == ("float32", "float64")
+    assert calibrated_dtypes(_moe_runs("float64")) == ("float64",)
+    assert calibrated_dtypes([r | {"dtype": "float32"} for r in _runs()]) == ("float32",)  # no router
+    calibration = [
+        {"model": m["model"], "when": "after", "dtype": dtype, "gflops": rate}
+        for m in model_totals(runs)
+        for dtype, rate in (("float32", 100.0), ("float64", 50.0))
+    ]
+    models = model_totals(runs, calibration)
+    assert [(m["peak_gflops"], m["router_peak_gflops"]) for m in models] == [(100.0, 50.0)] * len(models)
+    router = sum(run_flops(r, router_step_flops) for r in runs)
+    assert 0 < router < sum(m["flops"] for m in models) and sum(m["router_flops"] for m in models) == router
+    record = _record(dtype="float32", runs=runs, models=models, calibration=calibration)
+    experts = sum(map(run_flops, runs)) - router
+    expected = (experts / 100e9 + router / 50e9) / 2 / 60
+    assert floor_minutes(_results(record), record) == pytest.approx(expected)
+    rows = _timing_tables(record)[1]
+    assert all("| 100 / 50, calibrated |" in row for row in rows)
 
 
 def test_no_floor_without_trained_runs_or_a_peak_rate():
