@@ -20,9 +20,10 @@ the functions that read them, after the clocks have started.
 
 A record calibrates itself: `replicate --timing` trains one model's runs at a time and measures this
 machine's peak multiply-add rate on one core before and after each (`Stopwatch.calibrate`, the best of
-`CALIBRATION_ROUNDS` rounds of `lab.kernels.bench.peak`), in the run's dtype and, for a float32 record,
-in the router's float64 too, so each model's "× the arithmetic floor" is a ratio within one run and one
-machine (`calibration`; per model its `peak_gflops` and `router_peak_gflops`, the better of the two).
+`CALIBRATION_ROUNDS` rounds of `lab.kernels.bench.peak`), in the run's dtype and, around a float32
+record's MoE models, in the router's float64 too (`calibrated_dtypes`), so each model's "× the
+arithmetic floor" is a ratio within one run and one machine (`calibration`; per model its
+`peak_gflops` and `router_peak_gflops`, the better of the two).
 """
 
 from __future__ import annotations

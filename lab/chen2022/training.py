@@ -36,7 +36,7 @@ Linear experts keep their collapse to s under either arithmetic: one d-vector pe
 less work than the structure's signal products plus a noise patch.
 
 dtype="float32" runs the experts' arithmetic in single precision, as the authors' code does: their
-inputs, filters, kernels and update. The router (d × M, a small share of the flops), the loss and
+inputs, filters, kernels and update. The router (its d × M parameters and its input s), the loss and
 the metrics stay float64. The default is float64; verify and the theory checks never change it.
 """
 

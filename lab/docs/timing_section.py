@@ -67,8 +67,9 @@ def target_status(record: dict[str, Any]) -> str:
 
 
 def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per model of one record: its stored totals, their rate per thread and, with a peak rate, that rate's
-    fraction and their seconds beyond their own floor ÷ the jobs (minutes)."""
+    """Per model of one record: its stored totals, their rate per thread and, with peak rates, the
+    fraction of the floor's rate they reached (floor ÷ run seconds per thread) and their seconds beyond
+    their own floor ÷ the jobs (minutes)."""
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     found = []
     for m in record["models"]:

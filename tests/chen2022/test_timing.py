@@ -188,6 +188,19 @@ def test_a_float32_moes_router_counts_at_the_float64_rate_it_runs_at():
     assert floor_minutes(_results(record), record) == pytest.approx(expected)
     rows = _timing_tables(record)[1]
     assert all("| 100 / 50, calibrated |" in row for row in rows)
+    floors = [((m["flops"] - m["router_flops"]) / 100e9 + m["router_flops"] / 50e9) for m in models]
+    times = model_times(_results(record), record)  # one thread per job: floor ÷ seconds
+    assert [t["fraction"] for t in times] == pytest.approx([f / 60.0 for f in floors])  # one 60 s run each
+
+
+def test_an_uncalibrated_float32_moes_router_takes_the_bench_summarys_float64_rate():
+    runs = _moe_runs("float32")
+    record = _record(dtype="float32", runs=runs, models=model_totals(runs))
+    router = sum(run_flops(r, router_step_flops) for r in runs)
+    experts = sum(map(run_flops, runs)) - router
+    expected = (experts / 150e9 + router / 50e9) / 2 / 60  # the summary: 50 in float64, 150 in float32
+    assert floor_minutes(_results(record), record) == pytest.approx(expected)
+    assert floor_minutes(_results(record, peak=None), record) is None
 
 
 def test_no_floor_without_trained_runs_or_a_peak_rate():
