@@ -36,14 +36,11 @@ def _model_rate(results: Results, record: dict[str, Any], model: dict[str, Any],
 def model_floor_seconds(results: Results, record: dict[str, Any], model: dict[str, Any]) -> float | None:
     """A model's FLOP at one thread's peak rate: the experts' share in the record's dtype, the router's in
     `ROUTER_DTYPE` (None without a rate for a share that has FLOP)."""
-    router = model["router_flops"]
-    rates = (
-        _model_rate(results, record, model),
-        _model_rate(results, record, model, True) if router else 1.0,
-    )
-    if None in rates:
+    shares = {False: model["flops"] - model["router_flops"], True: model["router_flops"]}  # by `router`
+    rates = {router: _model_rate(results, record, model, router) for router, flops in shares.items() if flops}
+    if None in rates.values():
         return None
-    return (model["flops"] - router) / rates[0] + router / rates[1]
+    return sum(shares[router] / rate for router, rate in rates.items())
 
 
 def floor_minutes(results: Results, record: dict[str, Any]) -> float | None:
@@ -110,4 +107,9 @@ def timing_values(results: Results) -> dict[str, Any]:
                 "models": model_times(results, record),
             }
         )
-    return {"timing": timing, "target_minutes": TARGET_MINUTES, "target_tables": TARGET_TABLES}
+    return {
+        "timing": timing,
+        "target_minutes": TARGET_MINUTES,
+        "target_tables": TARGET_TABLES,
+        "router_dtype": ROUTER_DTYPE,
+    }
