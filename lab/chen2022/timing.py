@@ -64,6 +64,7 @@ TIMING = {  # the schema of a timing record (what the docs read of it)
     "variant dtype tier code": TEXT,
     "seeds run_files_at_start": INT,
     "jobs cores threads": COUNT,
+    "machine?": {"cpu numba_cpu": TEXT},  # `environment()`; records made before it have none
     "wall_seconds cpu_seconds": POSITIVE,
     "runs": Each(TIMING_RUN, "run"),
     "models": Each(  # `model_totals`
@@ -134,6 +135,7 @@ class Stopwatch:
         import numba
 
         from lab.chen2022.runs import run_code
+        from lab.core.provenance import environment
 
         wall, cpu = self.clock.elapsed()  # before the store is read
         runs = self.trained(args.out, configs)
@@ -152,6 +154,7 @@ class Stopwatch:
             "wall_seconds": wall,
             "cpu_seconds": cpu,
             "code": run_code(),
+            "machine": environment(),
             "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "runs": runs,
             "models": model_totals(runs, self.calibration),

@@ -20,6 +20,7 @@ from lab.chen2022.timing import (
 )
 from lab.cli.main import main
 from lab.core.keys import task_key
+from lab.core.provenance import environment
 from lab.docs.findings_data import registered, render_finding
 from lab.docs.markdown import pct
 from lab.docs.results import ReplicationFile, Results, ResultsError, load_timing
@@ -37,8 +38,8 @@ def short_runs(monkeypatch):
     monkeypatch.setattr(R, "expand", lambda *a, **k: [c | {"steps": 12} for c in expand(*a, **k)])
 
 
-def _replicate(out: Path, timing: Path) -> int:
-    argv = ["replicate", "table1", "--tier", "quick", "--settings", "1", "--seeds", "1", "--quiet"]
+def _replicate(out: Path, timing: Path, *options: str) -> int:
+    argv = ["replicate", "table1", "--tier", "quick", "--settings", "1", "--seeds", "1", "--quiet", *options]
     return main([*argv, "--out", str(out), "--timing", str(timing)])
 
 
@@ -58,6 +59,7 @@ def test_a_timed_replicate_records_its_time_and_the_runs_it_trained(short_runs, 
     assert all(c["gflops"] > 0 for c in first["calibration"])
     assert all(m["peak_gflops"] > 0 for m in first["models"])
     assert first["wall_seconds"] > 0 and first["cpu_seconds"] > 0 and first["code"] == R.run_code()
+    assert first["machine"] == environment()  # the CPU and the libraries it timed
     assert first["command"].startswith("python -m lab replicate table1 --seeds 1 --seed 0 --settings 1 ")
     assert _replicate(out, timing) == 0  # again: every run reused, and the record says so
     again = load_timing(timing)
@@ -73,6 +75,24 @@ def test_a_timed_replicate_records_its_time_and_the_runs_it_trained(short_runs, 
     assert third["run_files_at_start"] == len(configs) and [r["model"] for r in third["runs"]] == [
         stale["model"]
     ]
+    capsys.readouterr()
+
+
+def test_a_timed_float32_replicate_calibrates_float64_too_around_each_moe(short_runs, tmp_path, capsys):
+    timing = tmp_path / "timing.json"
+    assert _replicate(tmp_path / "out", timing, "--dtype", "float32") == 0
+    record = load_timing(timing)
+    assert record["dtype"] == "float32" and {r["dtype"] for r in record["runs"]} == {"float32"}
+    calibrated = {(c["model"], c["when"], c["dtype"]) for c in record["calibration"]}
+    for model in record["models"]:
+        dtypes = ("float32", ROUTER_DTYPE) if model["router_flops"] else ("float32",)
+        assert {(m, w, d) for m, w, d in calibrated if m == model["model"]} == {
+            (model["model"], when, dtype) for when in ("before", "after") for dtype in dtypes
+        }
+        assert ("router_peak_gflops" in model) == bool(model["router_flops"])
+    assert any(m["router_flops"] for m in record["models"]) and record["models"] == model_totals(
+        record["runs"], record["calibration"]
+    )
     capsys.readouterr()
 
 
@@ -104,6 +124,15 @@ def test_a_timing_record_without_its_models_totals_is_named(tmp_path):
     )
     with pytest.raises(ResultsError, match=f"{path}: field 'models' is missing"):
         load_timing(path)
+
+
+def test_a_timing_record_with_a_damaged_machine_is_named_and_one_without_a_machine_loads(tmp_path):
+    path, record = tmp_path / "t.json", _record() | {"format": TIMING_FORMAT}
+    path.write_text(json.dumps(record | {"machine": {"cpu": 7, "numba_cpu": "x"}}))
+    with pytest.raises(ResultsError, match=f"{path}: machine: field 'cpu' must be text"):
+        load_timing(path)
+    path.write_text(json.dumps(record))
+    assert "machine" not in load_timing(path)  # made before records named their machine
 
 
 @pytest.mark.parametrize(
