@@ -13,6 +13,7 @@ from lab.chen2022.model import logistic_loss_derivative
 from lab.chen2022.plan import resolve
 from lab.kernels import backend
 from lab.kernels.activations import ACTIVATION_CODES, ACTIVATIONS
+from lab.kernels.structured import cube_floor
 from lab.kernels.structured_numpy import MARGIN_LOSS_CODES, margin_slope
 
 LIBS = {name: backend(name) for name in ("numba", "numpy")}
@@ -414,3 +415,28 @@ def test_cubic_step_adds_a_pairs_noise_terms_tile_by_tile_and_patch_by_patch():
     W, routes = np.array([[[1.0, 0.0]]]), np.zeros(n, np.int64)
     f, grad = LIBS["numba"].structured_step(*structure, W, routes, margin, ACTIVATION_CODES["cubic"], 0)
     assert f[0] == 1e18 and grad[0, 0, 1] == 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("times_floor", [0.25, 4.0])
+def test_a_cubic_filter_below_the_cube_floor_adds_exact_zeros(dtype, times_floor):
+    """A filter weight decay has shrunk toward 0 (pre-activations below `cube_floor`) adds exactly 0 to f
+    and gets an exactly zero gradient from its noise patches, where z³ and 3z²·coef would be subnormal;
+    the control, the same filter at 4× the floor, adds normal numbers to both."""
+    n, d = 8, 3
+    noise = np.random.default_rng(0).uniform(0.75, 2.0, size=(n, 1, d)).astype(dtype)
+    no_signals = (
+        np.zeros((1, d), dtype),
+        np.zeros(d, dtype),
+        np.zeros((n, 0), np.int64),
+        np.zeros((n, 0), dtype),
+    )
+    CUBIC = ACTIVATION_CODES["cubic"]
+    W = np.zeros((1, 1, d), dtype)
+    W[0, 0, 0] = times_floor * cube_floor(dtype) / 2.0  # z = w_0 ξ_0: at most floor/4, or at least 1.5 floor
+    margin = np.ones(n, dtype)
+    f, grad = LIBS["numba"].structured_step(*no_signals, noise, W, np.zeros(n, np.int64), margin, CUBIC, 0)
+    if times_floor < 1:
+        assert not f.any() and not grad.any()
+    else:
+        assert (f >= np.finfo(dtype).tiny).all() and (np.abs(grad[0, 0]) >= np.finfo(dtype).tiny).all()
