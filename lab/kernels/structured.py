@@ -1,53 +1,36 @@
 """Numba kernels of the routed MoE layer on a batch given by its structure (Chen et al. 2022, Def. 3.1).
 
 Patch t < S of sample i is s_{i,t} u_{r_{i,t}} + o (a scalar times one of the R = 2K signals, plus the
-constant input coordinates o); the other Q = P − S patches are noise, kept whole. So
-⟨w_{m,j}, x⁽ᵗ⁾⟩ = s_{i,t} G_{m,r,j} + b_{m,j} with G = ⟨w, u_r⟩ and b = ⟨w, o⟩ computed once per call,
-and the signal patches' terms of (E.2) add up as scalars A_{m,r,j} (and B_{m,j} for o) before one
-small product with the signals. The NumPy twins are in `lab.kernels.structured_numpy`.
+constant input coordinates o); the other Q = P − S patches are noise, kept whole. So ⟨w_{m,j}, x⁽ᵗ⁾⟩ =
+s_{i,t} G_{m,r,j} + b_{m,j} with G = ⟨w, u_r⟩ and b = ⟨w, o⟩ computed once per call, and the signal patches'
+terms of (E.2) add up as scalars A_{m,r,j} (and B_{m,j} for o) before one small product with the signals.
+The NumPy twins are in `lab.kernels.structured_numpy`.
 
-The noise patches are the only dense work left. With Q = 1 (P = 4) a sample has one noise patch, too
-few for the patch-by-filter tiles of `lab.kernels.routed`; so the routed kernels here group the
-samples by expert (`lab.kernels._tiles`: a stable counting sort of the routes within blocks of
-consecutive samples) and work on tiles of four samples of one expert: the forward by two filters
-(each vectorised pass over d loads six rows and feeds eight products into eight sums), the gradient
-by four (four rows of ∇W loaded and stored per sixteen products: with two it was bound by the
-stores). A tile copies its samples' noise patches into rows of `_row_width` (float32 zero-padded to
-whole vector strides), and W is padded alike. The cubic step, which every table's nonlinear model
-runs, keeps the filters last instead, on pairs of tiles (`lab.kernels._tiles`: `_filters_last`,
-`_pair_noise_z_by_filters`): samples times machine vectors of filters in registers, one multiply-add
-per k, no horizontal sums (`lab.kernels._simd`). Measured on one thread at setting 1, a 512-filter
-single's step went from 31 to 19 ms in float64 and from 23 to 10 ms in float32, a 128-filter
-single's from 8.5 to 5.7 ms, before the pairs.
-Each chunk of the cubic step sorts its own blocks of samples (`_block_tiles`), zeroes its own
-buffers, and its epilogue is one jitted pass (`_cubic_gradient`): the serial NumPy glue around the
-kernel had cost about 90 µs a call. The other activations keep the dot-product tiles.
+The noise patches are the only dense work left; with Q = 1 (P = 4) too few for the patch-by-filter tiles of
+`lab.kernels.routed`. So the kernels here group the samples by expert (`lab.kernels._tiles`: a stable
+counting sort of the routes within blocks of consecutive samples) and work on tiles of four samples of one
+expert: the forward by two filters, the gradient by four (with two it was bound by the stores), each tile's
+noise rows padded to `_row_width` (whole vector strides), W alike. The cubic step, which every table's
+nonlinear model runs, keeps the filters last instead, on pairs of tiles (`_filters_last`,
+`_pair_noise_z_by_filters`): samples times machine vectors of filters in registers, no horizontal sums
+(`lab.kernels._simd`); each of its chunks sorts its own blocks (`_block_tiles`), zeroes its own buffers and
+ends in one jitted epilogue (`_cubic_gradient`). The other activations keep the dot-product tiles.
 
-Each kernel is a GIL-free loop over a range of chunks or samples, run on the lab's threads
-(`lab.kernels._threads`); its entry point allocates the outputs and buffers. Determinism is that of
-`lab.kernels.routed`: the tiles are fixed by the routes, reductions use a number of chunks that
-depends on n only (the cubic step's chunks hold whole blocks of samples), each reduced into its own
-buffers, added in chunk order. z (n, S + Q, J) lists the signal patches first, then the noise patches.
-The names in `__all__` are Python entry points that check their arguments with `lab.kernels._checks`
-(the twins' checks) before the jitted loop; the float arrays are computed in the dtype of `noise`, and
-so are the sums (a literal 0.0 would make Numba add float32 products in float64, at half the SIMD width).
-The fused step's readout weights a_j (3.1) let one pass serve the two half-logits of a non-odd σ,
-and it evaluates σ and σ' together (`_sigma_and_prime`: one erf or expm1 call for both). For tanh
-a forward pass first fills z, and NumPy's SIMD `np.exp` tabulates e^{−2z} from it (`_tabulated`); the
-step then needs no products of its own (Numba's scalar libm tanh took most of a tanh single's step)
-and takes tanh z and sech² z = 4u/(1 + u)², u = e^{−2|z|}, from it, neither through 1 − tanh² z,
-which cancels to 0 where tanh z rounds to ±1.
-For the cubic σ the signal patches need no per-filter work at all: Σ_j a_j (s G_{r,j} + b_j)³ is a
-cubic in s with coefficients per (expert, signal), and their terms of (E.2) follow from four sums
-Σ coef·s^k per (expert, signal) (`_structured_step_cubic_chunks`, `cubic_signal_sums`).
-The jitted loops inline `_sigma`, `_sigma_prime`, `_sigma_and_prime`, `_slopes` and
-`_expert_on_sample` of `lab.kernels.routed` and call the tile helpers of `lab.kernels._tiles`;
-Numba's cache does not follow those imports, so after editing them delete
-`lab/kernels/__pycache__/*.nb*`. The dot-product tile helpers are plain calls: Numba's inlining of
-them doubled the compile time (about 2 min per dtype on the loaded 2-core machine). The cubic step's
-helpers are inlined (`inline="always"`) and take flat views made once per call: as plain calls from
-the chunk loop they stayed calls, each passing about 26 words of array structs and making new
-views (reference counts) per tile, and at the MoE's 16 filters that was a quarter of the step.
+Each kernel is a GIL-free loop over chunks on the lab's threads (`lab.kernels._threads`), as deterministic
+as `lab.kernels.routed`: tiles fixed by the routes, chunks by n, added in chunk order. z (n, S + Q, J) lists
+the signal patches first. The names in `__all__` check their arguments with `lab.kernels._checks` (the
+twins' checks); the float arrays and sums are in the dtype of `noise` (a literal 0.0 would make Numba add
+float32 products in float64, at half the SIMD width). The fused step's readout weights a_j (3.1) let one
+pass serve the two half-logits of a non-odd σ, and it evaluates σ and σ' together (`_sigma_and_prime`). For
+tanh, NumPy's SIMD `np.exp` first tabulates u = e^{−2z} (`_tabulated`), and the step takes tanh z and sech²
+z = 4u/(1 + u)² from it, never 1 − tanh² z, which cancels to 0 where tanh z rounds to ±1. For the cubic σ
+the signal patches need no per-filter work: Σ_j a_j (s G_{r,j} + b_j)³ is a cubic in s with coefficients per
+(expert, signal) (`cubic_signal_sums`), whose terms of (E.2) follow from four sums Σ coef·s^k; its noise
+pre-activations below `cube_floor` count as 0 (no subnormal cubes from filters shrunk toward 0). Numba's
+cache does not follow the helpers these loops inline from `lab.kernels.routed` or call from
+`lab.kernels._tiles`: after editing them delete `lab/kernels/__pycache__/*.nb*`. The dot-product tile
+helpers are plain calls (inlined, they doubled the compile time); the cubic step's are inlined, on flat
+views made once per call (as calls they cost a quarter of the MoE's step at 16 filters).
 """
 
 from __future__ import annotations
@@ -104,9 +87,8 @@ _TABLES = threading.local()  # `_table_buffer`'s array and its (shape, dtype), p
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _readout_and_primes(z, e, readout, act):
-    """Σ_{p,j} a_j σ(z_{p,j}) (3.1) with a = readout, and z (P, J) overwritten with σ'(z). For tanh,
-    e (P, J) holds e^{−2z} (`_tabulated`); the other codes ≥ 3 make one transcendental call for σ and
-    σ', the rest none (two vectorised loops)."""
+    """Σ_{p,j} a_j σ(z_{p,j}) (3.1), a = readout, and z (P, J) overwritten with σ'(z); for tanh e (P, J) holds
+    e^{−2z} (`_tabulated`), codes ≥ 3 make one transcendental call for σ and σ', the rest none."""
     total = 0.0
     if act == TANH:  # with u = e^{−2|z|}: tanh z = ±(1 − u)/(1 + u), sech² z = 4u/(1 + u)², both exact
         for p in range(z.shape[0]):
@@ -143,9 +125,8 @@ def _table_buffer(shape: tuple, dtype) -> np.ndarray:
 
 
 def _tabulated(z: np.ndarray) -> np.ndarray:
-    """e^{−2z} at every pre-activation z (n, P, J), in place by NumPy's SIMD ufuncs, from which the step
-    takes tanh z and sech² z without cancellation (`_readout_and_primes`): about 15 times the rate of
-    Numba's scalar libm calls here (a tanh single spent most of its step in them)."""
+    """e^{−2z} at every pre-activation z (n, P, J), in place by NumPy's SIMD ufuncs, for tanh z and sech² z
+    without cancellation (`_readout_and_primes`): about 15 times the rate of Numba's scalar libm calls."""
     with np.errstate(over="ignore"):  # e^{−2z} = inf past z ≈ −354: sech² z = 0 and tanh z = −1 there
         return np.exp(np.multiply(z, -2.0, out=z), out=z)
 
@@ -257,18 +238,15 @@ def _structured_step_chunks(
 
 
 def cube_floor(dtype):
-    """About the least |z| whose cube is a normal number of `dtype` (∛ of its smallest): the cubic step
-    counts a noise pre-activation below it as 0, so a filter that weight decay has shrunk toward 0 adds
-    exact zeros, not subnormal numbers (terms below the dtype's normal range, which a CPU may take in
-    microcode, 50 times slower)."""
+    """About the least |z| whose cube is a normal number of `dtype` (∛ of its smallest): the cubic step counts
+    a noise pre-activation below it as 0, not as a subnormal cube (which a CPU may take in microcode)."""
     return np.dtype(dtype).type(np.cbrt(np.finfo(dtype).tiny))
 
 
 @njit(cache=True, error_model="numpy")
 def cubic_signal_sums(G, b, readout):
-    """C (M, R, 4), C_k = Σ_j a_j G_{m,r,j}^k b_{m,j}^{3−k}: Σ_j a_j (s G + b)³ = Σ_k binom(3, k) s^k C_k.
-
-    With it a signal patch s u_r + o adds a cubic in s to f (3.1), whatever the number of filters."""
+    """C (M, R, 4), C_k = Σ_j a_j G_{m,r,j}^k b_{m,j}^{3−k}: Σ_j a_j (s G + b)³ = Σ_k binom(3, k) s^k C_k,
+    so a signal patch s u_r + o adds a cubic in s to f (3.1), whatever the number of filters."""
     M, R, J = G.shape
     C = np.zeros((M, R, 4), dtype=G.dtype)
     for m in range(M):
@@ -286,8 +264,7 @@ def cubic_signal_sums(G, b, readout):
 def _cubic_gradient(buffers, sums, G, b, readout, signals, offset):
     """∇W (M, J, d) of (E.2) for σ = z³: the noise patches' sums (chunks, M, d, Jp) added in chunk order,
     plus Σ_r A_r u_r + B o, with A (M, R, J), B (M, J) from the sums S_k (chunks, M, R, 4) of coef·s^k
-    over each expert's patches of signal r: σ'(s G + b) = 3(s G + b)², so A = 3a(G²S₃ + 2Gb S₂ + b²S₁)
-    and B = 3a Σ_r (G²S₂ + 2Gb S₁ + b²S₀). One serial pass: as NumPy calls it cost about 30 µs a step."""
+    over each expert's patches of signal r: A = 3a(G²S₃ + 2GbS₂ + b²S₁), B = 3a Σ_r (G²S₂ + 2GbS₁ + b²S₀)."""
     chunks, M, D, R, J = buffers.shape[0], buffers.shape[1], buffers.shape[2], G.shape[1], G.shape[2]
     noise_sum = _sum_buffers(buffers.reshape(chunks, -1)).reshape(M, D, buffers.shape[3])
     grad, S = np.empty((M, J, D), dtype=buffers.dtype), np.empty((R, 4), dtype=buffers.dtype)
@@ -334,12 +311,10 @@ def _structured_step_cubic_chunks(
     buffers,
     sums,
 ):
-    """`_structured_step_chunks` for σ(z) = z³ with the signal patches in closed form: patch (s, r) adds
-    ((C₃s + 3C₂)s + 3C₁)s + C₀ to f (C = `cubic_signal_sums`), and coef·s^k to the sums S_k, k ≤ 3,
-    of its (expert, signal), from which `_cubic_gradient` gives the signal part of (E.2). The noise
-    patches' products run with filters last (`_by_filters`): Wt (M, d, Jp) and the (M, d, Jp) sums,
-    on two tiles of one expert at a time (eight samples; a tile without a partner is paired with
-    copies of its last sample, whose products are never added), read from `noise` in place."""
+    """`_structured_step_chunks` for σ(z) = z³, signal patches in closed form: patch (s, r) adds
+    ((C₃s + 3C₂)s + 3C₁)s + C₀ to f (C = `cubic_signal_sums`) and coef·s^k to the sums S_k of its (expert,
+    signal) (`_cubic_gradient`). Noise products run with filters last: Wt (M, d, Jp), on two tiles of one
+    expert at a time (an unpaired tile is padded with its last sample, never added), from `noise` in place."""
     n, Q, D = noise.shape[0], noise.shape[1], noise.shape[2]
     S, M, Jp = index.shape[1], Wt.shape[0], Wt.shape[2]
     J, L = readout.shape[0], lanes(Wt)
@@ -422,10 +397,8 @@ def _structured_dense_forward_rows(lo, hi, G, b, index, scale, noise, W, act, ou
 
 
 def _row_width(d: int, dtype: np.dtype) -> int:
-    """Width of the noise and filter rows in the tile loops: float32 rows padded with zeros to a multiple
-    of 32, the stride of LLVM's vectorised loop over d, so that d = 50 takes two strides and no scalar
-    tail (a 512-filter single's step: 21.5 instead of 30.4 ms); float64 rows as they are (padding 50 to
-    56 or 64 cost more than the tail of two)."""
+    """Row width in the tile loops: float32 rows zero-padded to a multiple of 32, LLVM's stride over d (a
+    512-filter single's step 21.5 instead of 30.4 ms); float64 rows as they are (padding cost more)."""
     return -(-d // 32) * 32 if dtype == np.float32 else d
 
 
@@ -521,7 +494,6 @@ def structured_step(
         C, Wt, (n, _, d) = cubic_signal_sums(G, b, readout), _filters_last(W), noise.shape
         chunks = _chunks(n)
         f = np.empty(n, dtype=noise.dtype)
-        # each chunk zeroes its own buffers
         buffers = empty_aligned((chunks, W.shape[0], d, Wt.shape[2]), noise.dtype)
         sums = np.empty((chunks, W.shape[0], G.shape[1], 4), dtype=noise.dtype)
         step = (C, index, scale, noise, Wt, readout, routes, margin_scale, loss, cube_floor(noise.dtype))

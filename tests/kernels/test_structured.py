@@ -420,9 +420,10 @@ def test_cubic_step_adds_a_pairs_noise_terms_tile_by_tile_and_patch_by_patch():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("times_floor", [0.25, 4.0])
 def test_a_cubic_filter_below_the_cube_floor_adds_exact_zeros(dtype, times_floor):
-    """A filter weight decay has shrunk toward 0 (pre-activations below `cube_floor`) adds exactly 0 to f
-    and gets an exactly zero gradient from its noise patches, where z³ and 3z²·coef would be subnormal;
-    the control, the same filter at 4× the floor, adds normal numbers to both."""
+    """A filter weight decay has shrunk toward 0 (pre-activations below `cube_floor`) adds exactly 0 to f,
+    where z³ would be subnormal (the code before the floor gave 8 subnormal f here), and gets an exactly
+    zero gradient from its noise patches; the control, the same filter at 4× the floor, adds normal
+    numbers to both."""
     n, d = 8, 3
     noise = np.random.default_rng(0).uniform(0.75, 2.0, size=(n, 1, d)).astype(dtype)
     no_signals = (
