@@ -171,13 +171,14 @@ def run_train_config(run: dict) -> Any:
     return moe_run_config(run)
 
 
-def router_step_flops(run: dict, n: int) -> float:
-    """FLOP of an MoE router's two products in one training step of `run` on n samples (0 for a single)."""
+def router_step_flops(run: dict, n: int, cfg: Any = None) -> float:
+    """FLOP of an MoE router's two products in one training step of `run` on n samples (0 for a single);
+    `cfg`, the run's `run_train_config` when the caller has it."""
     from lab.chen2022 import data
 
     if run["model"].startswith("single"):
         return 0.0
-    return float(2 * 2 * n * data.setting(run["setting"]).d * run_train_config(run).M)
+    return float(2 * 2 * n * data.setting(run["setting"]).d * (cfg or run_train_config(run)).M)
 
 
 def step_flops(run: dict, n: int) -> float:
@@ -189,7 +190,7 @@ def step_flops(run: dict, n: int) -> float:
     patches = 1 if linear else setting.P - len(data.SIGNAL_ROLES)
     filters = 1 if linear else cfg.J
     experts = 2 * 2 * n * patches * filters * (setting.d + int(cfg.bias))
-    return float(experts) + router_step_flops(run, n)
+    return float(experts) + router_step_flops(run, n, cfg)
 
 
 def run_flops(run: dict, part=step_flops) -> float:

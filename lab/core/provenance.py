@@ -56,7 +56,10 @@ def environment() -> dict[str, str]:
     import numba  # here, not at the top: a fingerprint needs no Numba
     from threadpoolctl import threadpool_info
 
-    blas = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    blas = sorted(  # in a fixed order: threadpoolctl lists them as each process happened to load them
+        (lib for lib in threadpool_info() if lib.get("user_api") == "blas"),
+        key=lambda lib: (lib["internal_api"], lib["version"], lib["architecture"], lib.get("filepath", "")),
+    )
     return {
         "cpu": _cpu_model(),
         "simd": _numpy_simd(),

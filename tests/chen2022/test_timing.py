@@ -248,7 +248,7 @@ def _timing_tables(record: dict) -> tuple[list[str], list[str]]:
     return timings.splitlines()[2:], split.splitlines()[2:]
 
 
-def test_the_split_gives_each_models_rate_and_its_minutes_above_the_floor():
+def test_the_split_gives_each_models_rate_its_minutes_above_the_floor_and_its_part_of_the_ratio():
     rows = _timing_tables(_record())[1]
     assert [row.split(" | ")[1] for row in rows] == [
         "single (linear), 128 filters",
@@ -258,18 +258,30 @@ def test_the_split_gives_each_models_rate_and_its_minutes_above_the_floor():
     rate = flops / 60
     above = (60 - flops / 50e9) / 2 / 60  # beyond its floor at the peak rate, ÷ the 2 jobs
     rate_cells = [f"{rate / 1e9:.3g}", "bench summary", pct(rate / 50e9, 0)]  # uncalibrated: the summary's
-    cells = ["1", "60", f"{flops / 1e12:.3g}", *rate_cells, f"{above:.1f}"]
+    share = 60 / 2 / 60 / floor_minutes(_results(_record()), _record())  # its seconds ÷ the jobs, in floors
+    cells = ["1", "60", f"{flops / 1e12:.3g}", *rate_cells, f"{above:.1f}", f"{share:.2f}×"]
     assert rows[1].endswith(" | ".join(cells) + " |")
+    times = model_times(_results(_record()), _record())
+    outside = 600 / 60 - sum(m["seconds"] for m in _record()["models"]) / 2 / 60  # wall not in training
+    floor = floor_minutes(_results(_record()), _record())
+    assert sum(t["share"] for t in times) + outside / floor == pytest.approx(600 / 60 / floor)  # the parts
+    assert model_times(_results(_record(), peak=None), _record())[0]["share"] is None  # no floor, no part
 
 
 def test_the_target_is_judged_only_on_the_targets_invocation_from_an_empty_directory():
     def row(record: dict) -> str:
         return _timing_tables(record)[0][-1]
 
-    assert row(_record()).endswith("| met |")
-    assert row(_record(wall_seconds=901.0)).endswith("| not met |")
-    assert row(_record(run_files_at_start=5)).endswith("| - |")
-    assert row(_record(seeds=1)).endswith("| - |")
+    floor = floor_minutes(_results(_record()), _record()) * 60  # seconds
+    assert row(_record()).endswith("| met | not met |")  # 10 min, far above 2× its floor
+    assert row(_record(wall_seconds=901.0)).endswith("| not met | not met |")
+    assert row(_record(wall_seconds=2 * floor)).endswith("| met | met |")  # ≤ 2× the floor: met
+    assert row(_record(wall_seconds=2.01 * floor)).endswith("| met | not met |")
+    assert row(_record(run_files_at_start=5)).endswith("| - | - |")
+    assert row(_record(seeds=1)).endswith("| - | - |")
+    assert _timing_tables(_record())[0][-1].startswith("| t.json |") and "≤ 2× floor |" in _timing_section(
+        _results(_record())
+    )
     assert "| 2 | 10.0 | 18.0 | 90 % |" in row(_record())
 
 
@@ -307,6 +319,10 @@ def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_abo
     sentence = _time_finding(_results(record))
     assert "took 10.0 min on 2 cores (`t.json`; target ≤ 15 min, met)" in sentence
     assert f"the MoE runs account for 0.0 and the single CNNs for {above:.1f}" in sentence
+    floor = floor_minutes(_results(record), record)
+    assert f"{600 / 60 / floor:.2f}× its arithmetic floor" in sentence and "target ≤ 2×, not met" in sentence
+    singles = sum(m["seconds"] for m in record["models"]) / 2 / 60 / floor  # every model here is a single
+    assert f"divided by the 2 jobs, come to {singles:.2f}× the floor: at their speed" in sentence
     other = _record(seeds=1)  # not the target's invocation
     assert "No timed invocation of the target" in _time_finding(_results(other))
     assert "No timed invocation of the target" in _time_finding(_results(record, peak=None))  # no floor

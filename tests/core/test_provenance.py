@@ -104,3 +104,25 @@ def test_versions_read_no_distributions_metadata_unless_a_plugin_outside_the_sta
 
     monkeypatch.setattr(provenance, "distributions", refuse)
     assert list(provenance.versions()) == list(provenance.versions(["moe-lab", "numpy"])) == STACK
+
+
+def test_the_environment_names_the_blas_libraries_in_one_order_whatever_order_they_loaded_in(monkeypatch):
+    import threadpoolctl
+
+    libs = [
+        {
+            "user_api": "blas",
+            "internal_api": "openblas",
+            "version": v,
+            "architecture": "SkylakeX",
+            "num_threads": t,
+        }
+        for v, t in (("0.3.31", 2), ("0.3.30", 1))
+    ]
+    seen = []
+    for order in (libs, libs[::-1]):
+        monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda order=order: list(order))
+        seen.append(provenance.environment())
+    assert seen[0] == seen[1]
+    assert seen[0]["blas"] == "openblas 0.3.30 (SkylakeX); openblas 0.3.31 (SkylakeX)"
+    assert seen[0]["blas_threads"] == "1; 2"  # each library's threads beside it
