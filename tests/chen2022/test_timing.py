@@ -266,6 +266,11 @@ def test_the_split_gives_each_models_rate_its_minutes_above_the_floor_and_its_pa
     floor = floor_minutes(_results(_record()), _record())
     assert sum(t["share"] for t in times) + outside / floor == pytest.approx(600 / 60 / floor)  # the parts
     assert model_times(_results(_record(), peak=None), _record())[0]["share"] is None  # no floor, no part
+    one_job = _record(jobs=1, threads=4, cores=4)  # the seconds ÷ the jobs, not the cores or the threads
+    floor4 = floor_minutes(_results(one_job), one_job)
+    assert [t["share"] for t in model_times(_results(one_job), one_job)] == pytest.approx(
+        [m["seconds"] / 1 / 60 / floor4 for m in one_job["models"]]
+    )
 
 
 def test_the_target_is_judged_only_on_the_targets_invocation_from_an_empty_directory():
@@ -279,6 +284,7 @@ def test_the_target_is_judged_only_on_the_targets_invocation_from_an_empty_direc
     assert row(_record(wall_seconds=2.01 * floor)).endswith("| met | not met |")
     assert row(_record(run_files_at_start=5)).endswith("| - | - |")
     assert row(_record(seeds=1)).endswith("| - | - |")
+    assert "| met | - |" in _timing_section(_results(_record(), peak=None))  # no floor, no ratio status
     assert _timing_tables(_record())[0][-1].startswith("| t.json |") and "≤ 2× floor |" in _timing_section(
         _results(_record())
     )
@@ -323,6 +329,13 @@ def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_abo
     assert f"{600 / 60 / floor:.2f}× its arithmetic floor" in sentence and "target ≤ 2×, not met" in sentence
     singles = sum(m["seconds"] for m in record["models"]) / 2 / 60 / floor  # every model here is a single
     assert f"divided by the 2 jobs, come to {singles:.2f}× the floor: at their speed" in sentence
+    assert "already above the target" in sentence  # 10 min of singles against a floor of seconds
+    runs = [*_runs(), *_moe_runs("float64")]  # the MoE runs' seconds are not the singles'
+    mixed = _record(runs=runs, models=model_totals(runs), wall_seconds=6000.0)
+    floor = floor_minutes(_results(mixed), mixed)
+    singles = sum(m["seconds"] for m in mixed["models"] if m["model"].startswith("single")) / 2 / 60 / floor
+    assert singles < sum(m["seconds"] for m in mixed["models"]) / 2 / 60 / floor
+    assert f"come to {singles:.2f}× the floor" in _time_finding(_results(mixed))
     other = _record(seeds=1)  # not the target's invocation
     assert "No timed invocation of the target" in _time_finding(_results(other))
     assert "No timed invocation of the target" in _time_finding(_results(record, peak=None))  # no floor
