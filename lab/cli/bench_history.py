@@ -25,7 +25,7 @@ from lab.core.errors import InputError
 from lab.core.io import check_writable, write_json_atomic
 from lab.core.registry import register_command
 from lab.kernels.bench import history
-from lab.kernels.compile_profile import machine
+from lab.kernels.bench.compile_profile import machine
 
 DEFAULT_OUT = "results/bench/history.json"
 KERNELS = "lab/kernels/"

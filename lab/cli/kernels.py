@@ -2,7 +2,7 @@
 `--compile`: fill Numba's cache with them and with every kernel in both dtypes, as direct calls reach
 them (the test session does, before its workers start).
 
-The measuring is `lab.kernels.compile_profile`'s; this adapter names what reaches the kernels, as the
+The measuring is `lab.kernels.bench.compile_profile`'s; this adapter names what reaches the kernels, as the
 commands reach them (`lab.cli.kernel_cache`): the stand-alone kernels (`_call_kernels`; every command
 that calls `compile_in_child` runs them), the distinct training configurations of `every_training_config`
 (replicate) and of `check_training_config` (verify), and those of the replicate-task sweeps under
@@ -36,11 +36,11 @@ NOT_DERIVED = [  # what the workloads below do not reach, said in the file
 
 
 def kernel_modules() -> list[str]:
-    """The Numba modules of `lab.kernels` (not the NumPy twins, not the profiler)."""
+    """The Numba modules of `lab.kernels` (not the NumPy twins, not the `bench` package)."""
     from lab import kernels
 
-    names = (m.name for m in pkgutil.iter_modules(kernels.__path__))
-    return [f"lab.kernels.{n}" for n in sorted(names) if not n.endswith("_numpy") and n != "compile_profile"]
+    names = sorted(m.name for m in pkgutil.iter_modules(kernels.__path__) if not m.ispkg)
+    return [f"lab.kernels.{n}" for n in names if not n.endswith("_numpy")]
 
 
 def command_configs(sweeps: Path) -> list[tuple[str, list[dict]]]:
@@ -61,7 +61,7 @@ def command_configs(sweeps: Path) -> list[tuple[str, list[dict]]]:
 def workloads(sweeps: Path) -> list:
     """The stand-alone kernels, then each distinct training configuration with the commands that run it."""
     from lab.cli.kernel_cache import _short, _where
-    from lab.kernels.compile_profile import Workload
+    from lab.kernels.bench.compile_profile import Workload
 
     needs: dict[str, set[str]] = {}
     runner: dict[str, str] = {}
@@ -81,7 +81,7 @@ def workloads(sweeps: Path) -> list:
 
 def tests_need(modules: list[str], roots: list[Path]) -> dict[str, set[str]]:
     """The kernels tests and benchmarks name: {kernel: {"tests"}}."""
-    from lab.kernels.compile_profile import named_kernels
+    from lab.kernels.bench.compile_profile import named_kernels
 
     sources = [str(p) for root in roots for p in sorted(root.rglob("*.py"))]
     return {k: {"tests"} for found in named_kernels(sources, modules).values() for k in found}
@@ -114,7 +114,7 @@ def draw_figure(data: dict[str, Any], path: Path) -> Path:
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from lab.kernels import compile_profile as cp
+    from lab.kernels.bench import compile_profile as cp
 
     check_writable(args.out, "--out")
     modules = kernel_modules()
@@ -145,7 +145,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _figure(args: argparse.Namespace) -> int:
-    from lab.kernels.compile_profile import COMPILE_PROFILE, PROFILE_FORMAT
+    from lab.kernels.bench.compile_profile import COMPILE_PROFILE, PROFILE_FORMAT
 
     if not plots.available():
         raise InputError(plots.PLOTS_HINT)

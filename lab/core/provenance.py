@@ -58,10 +58,10 @@ def environment() -> dict[str, str]:
 
     blas = sorted(  # in a fixed order: threadpoolctl lists them as each process happened to load them
         (lib for lib in threadpool_info() if lib.get("user_api") == "blas"),
-        key=lambda lib: (lib["internal_api"], lib["version"], lib["architecture"], lib.get("filepath", "")),
+        key=lambda lib: [str(lib.get(k)) for k in ("internal_api", "version", "architecture", "filepath")],
     )
     return {
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "simd": _numpy_simd(),
         "numba_cpu": _numba_cpu(),
         "blas": "; ".join(f"{b['internal_api']} {b['version']} ({b['architecture']})" for b in blas)
@@ -71,7 +71,7 @@ def environment() -> dict[str, str]:
     }
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     """The CPU's model name (Linux's /proc/cpuinfo, else what `platform` knows)."""
     try:
         found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE)

@@ -8,8 +8,8 @@ from lab.docs.results import Results
 from lab.docs.templating import render
 from lab.docs.timing_section import timing_values
 from lab.kernels.bench import history as bench_history
+from lab.kernels.bench.compile_profile import COMMANDS
 from lab.kernels.bench.targets import BENCH_TARGETS
-from lab.kernels.compile_profile import COMMANDS
 
 
 def kernel_names() -> list[str]:

@@ -26,9 +26,9 @@ from lab.chen2022.training import DTYPES
 from lab.core.compare import COMPARISON_FILE, COMPARISON_FORMAT
 from lab.core.schema import INT, NUMBER, OBJECT, TEXT, Each, Is, ResultsError, check, load, read_json
 from lab.core.verify_file import read_verify_file
+from lab.kernels.bench.compile_profile import BEFORE_NAME, COMPILE_PROFILE, PROFILE_FORMAT, PROFILE_NAME
 from lab.kernels.bench.history import HISTORY_NAME, load_history
 from lab.kernels.bench.report import BENCH_SUMMARY, SUMMARY_FORMAT
-from lab.kernels.compile_profile import BEFORE_NAME, COMPILE_PROFILE, PROFILE_FORMAT, PROFILE_NAME
 from lab.makkuva2020 import fig1_experiment as fig1
 from lab.sweeps.report import SWEEP_REPORT
 

@@ -306,7 +306,7 @@ def _structured_step_cubic_chunks(
     routes,
     margin_scale,
     loss,
-    cube_floor,
+    floor,
     f,
     buffers,
     sums,
@@ -347,7 +347,7 @@ def _structured_step_cubic_chunks(
                         i = order[tiles[u, 0] + a % TILE]
                         for q in range(Q):
                             for j in range(J):
-                                if abs(ztile[a, q, j]) < cube_floor:  # see `cube_floor`
+                                if abs(ztile[a, q, j]) < floor:  # `cube_floor`
                                     ztile[a, q, j] = zero
                         total = zero
                         for q in range(Q):

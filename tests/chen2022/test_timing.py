@@ -78,6 +78,20 @@ def test_a_timed_replicate_records_its_time_and_the_runs_it_trained(short_runs, 
     capsys.readouterr()
 
 
+def test_a_timed_replicate_prepares_the_kernels_of_every_run_once_before_the_first_model(
+    short_runs, tmp_path, monkeypatch, capsys
+):
+    import lab.cli.replicate as cli
+
+    prepared = []
+    monkeypatch.setattr(cli, "compile_in_child", lambda configs: prepared.append(len(configs)))
+    assert _replicate(tmp_path / "out", tmp_path / "timing.json") == 0
+    configs = R.expand("table1", [1], 1, tier="quick")
+    assert len({m["model"] for m in load_timing(tmp_path / "timing.json")["models"]}) > 1
+    assert prepared == [len(configs)]  # once, for every run of every model, as without --timing
+    capsys.readouterr()
+
+
 def test_a_timed_float32_replicate_calibrates_float64_too_around_each_moe(short_runs, tmp_path, capsys):
     timing = tmp_path / "timing.json"
     assert _replicate(tmp_path / "out", timing, "--dtype", "float32") == 0
@@ -329,7 +343,7 @@ def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_abo
     assert f"{600 / 60 / floor:.2f}× its arithmetic floor" in sentence and "target ≤ 2×, not met" in sentence
     singles = sum(m["seconds"] for m in record["models"]) / 2 / 60 / floor  # every model here is a single
     assert f"divided by the 2 jobs, come to {singles:.2f}× the floor: at their speed" in sentence
-    assert "already above the target" in sentence  # 10 min of singles against a floor of seconds
+    assert "below that, which is already above the target" in sentence  # 10 min against a floor of seconds
     runs = [*_runs(), *_moe_runs("float64")]  # the MoE runs' seconds are not the singles'
     mixed = _record(runs=runs, models=model_totals(runs), wall_seconds=6000.0)
     floor = floor_minutes(_results(mixed), mixed)

@@ -236,7 +236,7 @@ EVERY_PROBE = """
 import json
 from lab.cli.kernel_cache import _call_every_kernel
 from lab.cli.kernels import kernel_modules
-from lab.kernels.compile_profile import dispatchers
+from lab.kernels.bench.compile_profile import dispatchers
 _call_every_kernel()
 found = dispatchers([*kernel_modules(), "lab.kernels.bench.peak"])
 print(json.dumps({name: [str(sig) for sig in d.signatures] for name, d in found.items()}))

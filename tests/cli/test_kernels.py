@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lab.cli.main import main
-from lab.kernels import compile_profile as cp
+from lab.kernels.bench import compile_profile as cp
 
 ROWS = [
     {"kernel": "k.outer", "signature": "array(float64, 1d, C)", "seconds": 3.0, "self_seconds": 2.0,

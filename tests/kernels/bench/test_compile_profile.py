@@ -1,5 +1,5 @@
-"""`lab.kernels.compile_profile`: rows, attribution to callees and totals per command on a fake kernel list,
-the schema of the file it writes, and the performance page's table of it."""
+"""`lab.kernels.bench.compile_profile`: rows, attribution to callees and totals per command on a fake kernel
+list, the schema of the file it writes, and the performance page's table of it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from lab.core.schema import ResultsError
 from lab.docs.performance_page import performance_page
 from lab.docs.results import Results, load_compile_profile
-from lab.kernels import compile_profile as cp
+from lab.kernels.bench import compile_profile as cp
 
 # A fake lab: `outer(array)` calls the jitted `inner(float64)`, which `shared` calls too; `alone` is called
 # by one workload only. (kernel, signature): (seconds compiled alone on an empty cache, its callees)

@@ -2,7 +2,7 @@
 
 The caller names its workloads (`Workload`: a `module:function` and JSON arguments, and the commands
 that need it); the kernels are the Numba dispatchers of the kernel modules it names. Three steps, each
-in fresh child processes (`python -m lab.kernels.compile_profile`), so the caller never compiles:
+in fresh child processes (`python -m lab.kernels.bench.compile_profile`), so the caller never compiles:
 
 1. `enumerate`: one child runs every workload once (loading from, or filling, the ordinary cache),
    then each again after emptying every dispatcher's overloads, so each reloads from the cache exactly
@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from lab.core.provenance import cpu_model
 from lab.core.schema import COUNT, NUMBER, TEXT, Each, Is
 
 PROFILE_FORMAT = "moe-lab compile profile 1"
@@ -198,7 +199,7 @@ def named_kernels(sources: Iterable[str], modules: list[str]) -> dict[str, list[
 
 
 def child(mode: str, job: dict, env: dict[str, str] | None = None) -> dict:
-    """Run `python -m lab.kernels.compile_profile MODE` on `job`; its JSON answer, or RuntimeError."""
+    """Run `python -m lab.kernels.bench.compile_profile MODE` on `job`; its JSON answer, or RuntimeError."""
     done = subprocess.run(
         [sys.executable, "-m", __name__, mode],
         input=json.dumps(job),
@@ -299,14 +300,8 @@ def machine() -> dict[str, Any]:
     import numba
     from llvmlite import binding
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
     return {
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "cores": os.cpu_count() or 1,
         "python": platform.python_version(),
         "numba": numba.__version__,
