@@ -294,22 +294,7 @@ def _cubic_gradient(buffers, sums, G, b, readout, signals, offset):
 
 @njit(cache=True, error_model="numpy", fastmath=True, nogil=True)
 def _structured_step_cubic_chunks(
-    lo,
-    hi,
-    chunks,
-    C,
-    index,
-    scale,
-    noise,
-    Wt,
-    readout,
-    routes,
-    margin_scale,
-    loss,
-    floor,
-    f,
-    buffers,
-    sums,
+    lo, hi, chunks, C, index, scale, noise, Wt, readout, routes, margin_scale, loss, floor, f, buffers, sums
 ):
     """`_structured_step_chunks` for σ(z) = z³, signal patches in closed form: patch (s, r) adds
     ((C₃s + 3C₂)s + 3C₁)s + C₀ to f (C = `cubic_signal_sums`) and coef·s^k to the sums S_k of its (expert,
