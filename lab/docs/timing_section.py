@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lab.chen2022.timing import ROUTER_DTYPE
+from lab.chen2022.timing import ROUTER_DTYPE, model_name
 from lab.docs.results import Results
 
 TARGET_MINUTES = 15.0
@@ -76,24 +76,48 @@ def floor_status(record: dict[str, Any], wall_over_floor: float | None) -> str:
     return "met" if wall_over_floor <= TARGET_FLOOR_RATIO else "not met"
 
 
+def fastest_pace_seconds(runs: list[dict[str, Any]]) -> float:
+    """The seconds of one model's `runs` had each gone at the fastest pace (seconds per step) among them on
+    its setting: runs that share every configured size and differ in seed (and so in data, initial weights
+    and an MoE's routes)."""
+    fastest: dict[int, float] = {}
+    for run in runs:
+        pace = run["seconds"] / run["steps"]
+        fastest[run["setting"]] = min(fastest.get(run["setting"], pace), pace)
+    return sum(run["steps"] * fastest[run["setting"]] for run in runs)
+
+
 def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model of one record: its stored totals, their rate per thread and, with peak rates, the
     fraction of the floor's rate they reached (floor ÷ run seconds per thread), their seconds beyond
-    their own floor ÷ the jobs (minutes), and their seconds ÷ the jobs as a multiple of the record's
-    floor (`share`: the part of wall ÷ floor their runs account for)."""
+    their own floor ÷ the jobs (minutes), their seconds ÷ the jobs as a multiple of the record's
+    floor (`share`: the part of wall ÷ floor their runs account for), and their seconds at the fastest
+    pace of each setting (`fastest_pace_seconds`) with the seconds' ratio to them (`spread`)."""
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     total = floor_minutes(results, record)
     found = []
     for m in record["models"]:
+        fastest = fastest_pace_seconds([run for run in record["runs"] if model_name(run) == m["model"]])
         floor = model_floor_seconds(results, record, m)
         per_thread = m["flops"] / m["seconds"] / threads
         above = None if floor is None else (m["seconds"] - floor / threads) / record["jobs"] / 60
         fraction = None if floor is None else floor / threads / m["seconds"]
         share = None if total is None else m["seconds"] / record["jobs"] / 60 / total
         found.append(
-            m | {"per_thread": per_thread, "fraction": fraction, "above_minutes": above, "share": share}
+            m
+            | {"per_thread": per_thread, "fraction": fraction, "above_minutes": above, "share": share}
+            | {"fastest_seconds": fastest, "spread": m["seconds"] / fastest}
         )
     return found
+
+
+def at_fastest_paces(record: dict[str, Any], models: list[dict[str, Any]], floor: float | None):
+    """Wall time ÷ the floor had every run of the record gone at its setting's fastest pace: the wall
+    less the seconds above those paces ÷ the jobs (None without a floor)."""
+    if floor is None:
+        return None
+    slower = sum(m["seconds"] - m["fastest_seconds"] for m in models) / record["jobs"]
+    return (record["wall_seconds"] - slower) / 60 / floor
 
 
 def same_code(results: Results, record: dict[str, Any]) -> bool | None:
@@ -109,11 +133,13 @@ def same_code(results: Results, record: dict[str, Any]) -> bool | None:
 
 def timing_values(results: Results) -> dict[str, Any]:
     """The values of `templates/timing.md.j2`: the targets, and each record (`name`, `record`) with its
-    floor, wall time ÷ floor, CPU use of the cores, the targets' status, code check and per-model times."""
+    floor, wall time ÷ floor (also at the fastest paces), CPU use of the cores, the targets' status, code
+    check and per-model times."""
     timing = []
     for name, record in results.timing:
         floor = floor_minutes(results, record)
         over = None if floor is None else record["wall_seconds"] / 60 / floor
+        models = model_times(results, record)
         timing.append(
             {
                 "name": name,
@@ -124,7 +150,8 @@ def timing_values(results: Results) -> dict[str, Any]:
                 "status": target_status(record),
                 "floor_status": floor_status(record, over),
                 "same_code": same_code(results, record),
-                "models": model_times(results, record),
+                "models": models,
+                "at_fastest_paces": at_fastest_paces(record, models, floor),
             }
         )
     return {

@@ -25,7 +25,13 @@ from lab.docs.findings_data import registered, render_finding
 from lab.docs.markdown import pct
 from lab.docs.results import ReplicationFile, Results, ResultsError, load_timing
 from lab.docs.templating import render
-from lab.docs.timing_section import floor_minutes, model_times, same_code, timing_values
+from lab.docs.timing_section import (
+    fastest_pace_seconds,
+    floor_minutes,
+    model_times,
+    same_code,
+    timing_values,
+)
 from tests.rounding import rounded
 
 pytestmark = pytest.mark.usefixtures("without_figures")  # none of these tests looks at them
@@ -273,8 +279,8 @@ def test_the_split_gives_each_models_rate_its_minutes_above_the_floor_and_its_pa
     above = (60 - flops / 50e9) / 2 / 60  # beyond its floor at the peak rate, ÷ the 2 jobs
     rate_cells = [f"{rate / 1e9:.3g}", "bench summary", pct(rate / 50e9, 0)]  # uncalibrated: the summary's
     share = 60 / 2 / 60 / floor_minutes(_results(_record()), _record())  # its seconds ÷ the jobs, in floors
-    cells = ["1", "60", f"{flops / 1e12:.3g}", *rate_cells, f"{above:.1f}", f"{share:.2f}×"]
-    assert rows[1].endswith(" | ".join(cells) + " |")
+    cells = ["1", "60", f"{flops / 1e12:.3g}", *rate_cells, f"{above:.1f}", f"{share:.2f}×", "1.00"]
+    assert rows[1].endswith(" | ".join(cells) + " |")  # one run: at its own pace
     times = model_times(_results(_record()), _record())
     outside = 600 / 60 - sum(m["seconds"] for m in _record()["models"]) / 2 / 60  # wall not in training
     floor = floor_minutes(_results(_record()), _record())
@@ -284,6 +290,43 @@ def test_the_split_gives_each_models_rate_its_minutes_above_the_floor_and_its_pa
     floor4 = floor_minutes(_results(one_job), one_job)
     assert [t["share"] for t in model_times(_results(one_job), one_job)] == pytest.approx(
         [m["seconds"] / 1 / 60 / floor4 for m in one_job["models"]]
+    )
+
+
+def _seeds(seconds: list[float], steps: list[int] | None = None, setting: int = 1) -> list[dict]:
+    """Runs of one model (Table 1's nonlinear single CNN) on one setting, one per seed, with these seconds."""
+    config = _runs()[1] | {"setting": setting}
+    steps = steps or [100] * len(seconds)
+    paces = enumerate(zip(seconds, steps, strict=True))
+    return [config | {"seed": k, "seconds": t, "steps": n} for k, (t, n) in paces]
+
+
+def test_at_the_fastest_pace_each_run_takes_its_steps_at_the_least_seconds_per_step_of_its_setting():
+    assert fastest_pace_seconds(_seeds([60.0, 90.0])) == pytest.approx(120.0)  # both at 0.6 s per step
+    assert fastest_pace_seconds(_seeds([90.0, 60.0])) == pytest.approx(120.0)  # the least, wherever listed
+    assert fastest_pace_seconds(_seeds([30.0, 80.0], steps=[50, 100])) == pytest.approx(90.0)  # per step
+    apart = [*_seeds([60.0, 90.0]), *_seeds([200.0], setting=2)]  # a setting's pace is its own
+    assert fastest_pace_seconds(apart) == pytest.approx(320.0)
+
+
+def test_the_tables_give_each_models_spread_and_wall_over_floor_at_the_fastest_paces():
+    runs = _seeds([60.0, 90.0])
+    record = _record(runs=runs, models=model_totals(runs))
+    (model,) = model_times(_results(record), record)
+    assert model["fastest_seconds"] == pytest.approx(120.0) and model["spread"] == pytest.approx(1.25)
+    floor = floor_minutes(_results(record), record)
+    paced = (600 - 30 / 2) / 60 / floor  # the 30 s above the pace, ÷ the 2 jobs, off the wall
+    (values,) = timing_values(_results(record))["timing"]
+    assert values["at_fastest_paces"] == pytest.approx(paced)
+    timings, split = _timing_tables(record)
+    assert f"| {600 / 60 / floor:.2f}× | {paced:.2f}× |" in timings[0] and split[0].endswith("| 1.25 |")
+    assert timing_values(_results(record, peak=None))["timing"][0]["at_fastest_paces"] is None  # no floor
+    linear = _runs()[0] | {"seconds": 5.0}  # another model on the same setting, at a faster pace
+    both = [*runs, linear, linear | {"seed": 1, "seconds": 10.0}]
+    record = _record(runs=both, models=model_totals(both))
+    spreads = {m["model"]: m["spread"] for m in model_times(_results(record), record)}
+    assert spreads == pytest.approx(
+        {"single (nonlinear), 128 filters": 1.25, "single (linear), 128 filters": 1.5}
     )
 
 
@@ -350,6 +393,16 @@ def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_abo
     singles = sum(m["seconds"] for m in mixed["models"] if m["model"].startswith("single")) / 2 / 60 / floor
     assert singles < sum(m["seconds"] for m in mixed["models"]) / 2 / 60 / floor
     assert f"come to {singles:.2f}× the floor" in _time_finding(_results(mixed))
+    assert "no faster MoE run" in sentence and "not even those paces meet the target" in sentence
+    runs = _seeds([60.0, 600.0])  # one run far slower than its setting's other: met at the fastest paces
+    paced = _record(runs=runs, models=model_totals(runs), wall_seconds=400.0)
+    peak = 50.0 * floor_minutes(_results(paced), paced) / (400 / 60 / 3)  # the wall 3× the floor
+    floor = floor_minutes(_results(paced, peak=peak), paced)
+    at_paces = (400 - 540 / 2) / 60 / floor  # the 540 s above the pace, ÷ the 2 jobs, off the wall
+    assert at_paces <= 2 < 400 / 60 / floor
+    sentence = _time_finding(_results(paced, peak=peak))
+    assert f"would have taken {at_paces:.2f}× its floor, so the spread accounts for" in sentence
+    assert f"{400 / 60 / floor - at_paces:.2f}× of the ratio, and those paces would meet" in sentence
     other = _record(seeds=1)  # not the target's invocation
     assert "No timed invocation of the target" in _time_finding(_results(other))
     assert "No timed invocation of the target" in _time_finding(_results(record, peak=None))  # no floor
