@@ -32,6 +32,14 @@ to its own place (a row, or a chunk's buffer added later in chunk order), so no 
 thread count; a call made while another thread's call holds the helpers runs its ranges on the calling
 thread. The helpers are made on first use and forgotten in a forked child, whose copy has no threads;
 they block SIGINT and SIGTERM, which the main thread takes, as in a process without them.
+
+A helper never compiles: the thread that makes the helpers first compiles their hand-over (or loads it
+from Numba's cache), and before a caller posts the ranges it runs the kernel on an empty range, so the
+kernel's first call with these argument types compiles it, or loads it, on the calling thread, and the
+helpers find it compiled. Compiling and loading take llvmlite's lock, which is not
+interrupt-safe: a Ctrl-C landing in its Python code can leave it held by the main thread, and a helper
+then waiting for it while the caller waits for the helper hung the process instead of ending it with 130.
+So a kernel must write nothing on an empty range (every kernel run here loops over its range).
 """
 
 from __future__ import annotations
@@ -260,6 +268,7 @@ def _helpers() -> _Helpers:
     """The process's helpers, made on first use."""
     with _LOCK:
         if not _HELPERS:
+            compile_hand_over()  # here, not on the new threads (see the module text)
             _HELPERS.append(_Helpers(max(1, numba.config.NUMBA_NUM_THREADS - 1)))
         return _HELPERS[0]
 
@@ -284,12 +293,14 @@ os.register_at_fork(after_in_child=_forget_helpers)
 def over_threads(kernel: Callable, count: int, *args, grain: int = 1) -> None:
     """kernel(lo, hi, *args) over [0, count) cut into `numba.get_num_threads()` contiguous ranges (fewer
     if a range would hold under `grain` indices), the first on the calling thread; returns when all are
-    done, raising the first error."""
+    done, raising the first error. With helpers, kernel(0, 0, *args) runs first, on the calling thread
+    (a first call compiles there, never on a helper: see the module text)."""
     threads = min(numba.get_num_threads(), max(1, count // grain))
     helpers, held = _helpers() if threads > 1 else None, False
     try:  # acquired inside: an interrupt right after the acquire still releases it
         held = helpers is not None and helpers.busy.acquire(blocking=False)
         if held:
+            kernel(0, 0, *args)
             helpers.run(kernel, [count * t // threads for t in range(threads + 1)], args)
         else:
             kernel(0, count, *args)

@@ -4,6 +4,8 @@ helpers spin, then sleep, and a forked child or a second caller never waits on t
 from __future__ import annotations
 
 import multiprocessing
+import subprocess
+import sys
 import threading
 import time
 
@@ -11,6 +13,7 @@ import numba
 import numpy as np
 import pytest
 from numba import njit
+from numba.core.dispatcher import Dispatcher
 
 from lab.kernels import _threads
 from lab.kernels._threads import over_threads
@@ -18,10 +21,12 @@ from lab.kernels._threads import over_threads
 
 @njit(nogil=True, cache=False)
 def _mark(lo, hi, seen, starts):
-    """seen[i] += 1 for i in lo..hi − 1, and starts[lo] += 1: each range writes its own places only."""
+    """seen[i] += 1 for i in lo..hi − 1, and starts[lo] += 1 for a range that holds indices: each range
+    writes its own places only, an empty one none."""
     for i in range(lo, hi):
         seen[i] += 1
-    starts[lo] += 1
+    if hi > lo:
+        starts[lo] += 1
 
 
 @njit(nogil=True, cache=False)
@@ -46,7 +51,7 @@ def test_every_index_is_run_once_in_as_many_ranges_as_threads(threads, count, us
     seen, starts = np.zeros(count, dtype=np.int64), np.zeros(count + 1, dtype=np.int64)
     over_threads(_mark, count, seen, starts)
     assert (seen == 1).all()
-    assert starts.sum() == max(1, min(used, count))
+    assert starts.sum() == min(used, count)
 
 
 @pytest.mark.parametrize(("count", "ranges"), [(255, 1), (511, 1), (512, 2), (10_000, 2)])
@@ -142,7 +147,8 @@ def _slow_past_the_first(lo, hi, seen, starts):
             total += k * 1e-9
     for i in range(lo, hi):
         seen[i] += 1
-    starts[lo] += 1 if total >= 0.0 else 2
+    if hi > lo:
+        starts[lo] += 1 if total >= 0.0 else 2
 
 
 def test_a_caller_outwaited_by_its_helper_sleeps_until_the_helper_wakes_it(threads):
@@ -170,3 +176,57 @@ def test_a_helper_runs_a_task_only_at_the_generation_it_names(threads):
         helpers._await_finished(0)
         helpers.tasks[0] = None
     assert not seen.any()
+
+
+_HELD_LLVM_LOCK = """
+import sys
+import numba
+import numpy as np
+from llvmlite.binding import ffi
+from numba import njit
+from lab.kernels._threads import over_threads
+
+@njit(nogil=True, cache=False)
+def fresh(lo, hi, out):
+    for i in range(lo, hi):
+        out[i] = i
+
+numba.set_num_threads(2)
+ffi.lib._lock._lock.acquire()  # as a Ctrl-C in llvmlite's lock code leaves it: held by the main thread
+out = np.zeros(1_000)
+over_threads(fresh, out.shape[0], out)  # the helpers made now, the kernel compiled now
+sys.exit(0 if (out == np.arange(1_000)).all() else 1)
+"""
+
+
+def test_helpers_made_and_a_kernel_first_called_while_the_main_thread_holds_llvms_lock_finish():
+    """llvmlite's lock held by the main thread, as an interrupt in its lock code leaves it: the helpers'
+    hand-over and the kernel compile on the main thread, whose lock is reentrant, so the call finishes;
+    a helper that compiled waited for the lock while the caller waited for the helper."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one core")
+    done = subprocess.run([sys.executable, "-c", _HELD_LLVM_LOCK], timeout=60, check=False)
+    assert done.returncode == 0
+
+
+def test_a_kernels_first_threaded_call_compiles_it_on_the_calling_thread_only(threads, monkeypatch):
+    """The caller compiles a kernel's first call before it posts the ranges: no helper compiles."""
+    _two_threads_or_skip(threads)
+    over_threads(_mark, 2, np.zeros(2, dtype=np.int64), np.zeros(3, dtype=np.int64))  # the helpers exist
+    compiled_on, compile = [], Dispatcher.compile
+
+    def recorded(self, sig):
+        compiled_on.append(threading.current_thread().name)
+        return compile(self, sig)
+
+    monkeypatch.setattr(Dispatcher, "compile", recorded)
+
+    @njit(nogil=True, cache=False)
+    def fresh(lo, hi, out):
+        for i in range(lo, hi):
+            out[i] = i
+
+    out = np.zeros(1_000)
+    over_threads(fresh, out.shape[0], out)
+    assert (out == np.arange(1_000)).all()
+    assert compiled_on and set(compiled_on) == {threading.current_thread().name}
