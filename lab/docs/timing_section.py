@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lab.chen2022.timing import ROUTER_DTYPE, model_name
+from lab.chen2022.timing import ROUTER_DTYPE, by_model
 from lab.docs.results import Results
 
 TARGET_MINUTES = 15.0
@@ -95,9 +95,10 @@ def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]
     pace of each setting (`fastest_pace_seconds`) with the seconds' ratio to them (`spread`)."""
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     total = floor_minutes(results, record)
+    runs = dict(by_model(record["runs"]))  # the models' runs, grouped as `model_totals` totals them
     found = []
     for m in record["models"]:
-        fastest = fastest_pace_seconds([run for run in record["runs"] if model_name(run) == m["model"]])
+        fastest = fastest_pace_seconds(runs[m["model"]])
         floor = model_floor_seconds(results, record, m)
         per_thread = m["flops"] / m["seconds"] / threads
         above = None if floor is None else (m["seconds"] - floor / threads) / record["jobs"] / 60
