@@ -45,6 +45,11 @@ def fixed(value: float | None, decimals: int) -> str:
     return "-" if value is None else f"{value:.{decimals}f}"
 
 
+def times(ratio: float | None, decimals: int = 2) -> str:
+    """A ratio as a multiple: 3.49× (`-` for none)."""
+    return "-" if ratio is None else f"{ratio:.{decimals}f}×"
+
+
 def pct(fraction: float | None, decimals: int = 1) -> str:
     """A fraction shown as a percentage."""
     return "-" if fraction is None else f"{100 * fraction:.{decimals}f} %"

@@ -29,6 +29,7 @@ ENVIRONMENT.filters.update(
     num=markdown.num,
     fixed=markdown.fixed,
     pct=markdown.pct,
+    times=markdown.times,  # `{{ ratio | times }}`: 3.49×
     in_unit=markdown.in_unit,  # `{{ value | in_unit("%") }}`: a fraction as a percentage, else the unit
     bound=markdown.bound,  # `{{ threshold | bound("≤", "%") }}`: a target's comparison and threshold
     interval=markdown.interval,

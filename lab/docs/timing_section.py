@@ -3,6 +3,7 @@ values `templates/timing.md.j2` shows, from each record's FLOP per model and the
 
 from __future__ import annotations
 
+from statistics import median
 from typing import Any
 
 from lab.chen2022.timing import ROUTER_DTYPE, by_model
@@ -132,10 +133,48 @@ def same_code(results: Results, record: dict[str, Any]) -> bool | None:
     return codes == {record["code"]} if codes else None
 
 
+def machine_name(record: dict[str, Any]) -> str:
+    """The record's CPU model and the CPU Numba compiled for, or "not recorded" (an older record)."""
+    machine = record.get("machine")
+    return f"{machine['cpu']} ({machine['numba_cpu']})" if machine else "not recorded"
+
+
+def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The targets' timed invocations with a floor, grouped by command, code, machine (`machine_name`) and
+    cores: each group's invocations in ascending order of wall ÷ floor (`invocations`: name, wall minutes,
+    floor, ratio and ratio at the fastest paces), the medians of the last four, how many met each target,
+    and the record at the median ratio (`middle`: the higher of the two middle ones for an even count)."""
+    groups: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
+    for t in timing:
+        if t["status"] != "-" and t["floor"] is not None:
+            r = t["record"]
+            groups.setdefault((r["command"], r["code"], machine_name(r), r["cores"]), []).append(t)
+    found = []
+    for (command, code, machine, cores), members in groups.items():
+        members = sorted(members, key=lambda t: (t["wall_over_floor"], t["name"]))
+        rows = [
+            {"name": t["name"], "wall": t["record"]["wall_seconds"] / 60, "floor": t["floor"]}
+            | {"ratio": t["wall_over_floor"], "paced": t["at_fastest_paces"]}
+            for t in members
+        ]
+        found.append(
+            {"command": command, "code": code, "machine": machine, "cores": cores, "invocations": rows}
+            | {
+                f"median_{key}": median(row[key] for row in rows)
+                for key in ("wall", "floor", "ratio", "paced")
+            }
+            | {"minutes_met": sum(t["status"] == "met" for t in members)}
+            | {"floor_met": sum(t["floor_status"] == "met" for t in members)}
+            | {"middle": members[len(members) // 2]}
+        )
+    return found
+
+
 def timing_values(results: Results) -> dict[str, Any]:
-    """The values of `templates/timing.md.j2`: the targets, and each record (`name`, `record`) with its
-    floor, wall time ÷ floor (also at the fastest paces), CPU use of the cores, the targets' status, code
-    check and per-model times."""
+    """The values of `templates/timing.md.j2`: the targets, each record (`name`, `record`) with its floor,
+    wall time ÷ floor (also at the fastest paces), CPU use of the cores, the targets' status, code check
+    and per-model times, and the targets' invocations grouped by command, code, machine and cores
+    (`invocations`)."""
     timing = []
     for name, record in results.timing:
         floor = floor_minutes(results, record)
@@ -151,12 +190,14 @@ def timing_values(results: Results) -> dict[str, Any]:
                 "status": target_status(record),
                 "floor_status": floor_status(record, over),
                 "same_code": same_code(results, record),
+                "machine": machine_name(record),
                 "models": models,
                 "at_fastest_paces": at_fastest_paces(record, models, floor),
             }
         )
     return {
         "timing": timing,
+        "invocations": invocations(timing),
         "target_minutes": TARGET_MINUTES,
         "target_floor_ratio": TARGET_FLOOR_RATIO,
         "target_tables": TARGET_TABLES,

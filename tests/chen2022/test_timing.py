@@ -28,6 +28,7 @@ from lab.docs.templating import render
 from lab.docs.timing_section import (
     fastest_pace_seconds,
     floor_minutes,
+    invocations,
     model_times,
     same_code,
     timing_values,
@@ -262,10 +263,16 @@ def _timing_section(results: Results) -> str:
     return render("timing.md.j2", "performance.md", results, **timing_values(results))
 
 
+def _table(section: str, first_header: str) -> list[str]:
+    """The rows of the section's table whose header starts with `first_header`."""
+    (table,) = [block for block in section.split("\n\n") if block.startswith(first_header)]
+    return table.splitlines()[2:]
+
+
 def _timing_tables(record: dict) -> tuple[list[str], list[str]]:
     """The rows of the timings table and of its split by model."""
-    timings, split = _timing_section(_results(record)).split("\n\n")[-2:]
-    return timings.splitlines()[2:], split.splitlines()[2:]
+    section = _timing_section(_results(record))
+    return _table(section, "| record | command |"), _table(section, "| record | model |")
 
 
 def test_the_split_gives_each_models_rate_its_minutes_above_the_floor_and_its_part_of_the_ratio():
@@ -380,10 +387,16 @@ def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_abo
     record = _record()
     above = sum(t["above_minutes"] for t in model_times(_results(record), record))
     sentence = _time_finding(_results(record))
-    assert "took 10.0 min on 2 cores (`t.json`; target ≤ 15 min, met)" in sentence
-    assert f"the MoE runs account for 0.0 and the single CNNs for {above:.1f}" in sentence
     floor = floor_minutes(_results(record), record)
-    assert f"{600 / 60 / floor:.2f}× its arithmetic floor" in sentence and "target ≤ 2×, not met" in sentence
+    assert (
+        "timed once at code `abc` on 2 cores (machine: not recorded): `t.json` 10.0 min, "
+        f"{600 / 60 / floor:.2f}× its floor of {floor:.1f} min. The target ≤ 15 min was met in 1 of 1, "
+        "the target ≤ 2× the floor in 0 of 1 (the floor" in sentence
+    )
+    assert (
+        "In it, of the minutes above its floor, the MoE runs account for 0.0 and the single CNNs for "
+        f"{above:.1f}" in sentence
+    )
     singles = sum(m["seconds"] for m in record["models"]) / 2 / 60 / floor  # every model here is a single
     assert f"divided by the 2 jobs, come to {singles:.2f}× the floor: at their speed" in sentence
     assert "below that, which is already above the target" in sentence  # 10 min against a floor of seconds
@@ -402,7 +415,93 @@ def test_the_findings_give_the_target_invocations_time_and_whose_minutes_are_abo
     assert at_paces <= 2 < 400 / 60 / floor
     sentence = _time_finding(_results(paced, peak=peak))
     assert f"would have taken {at_paces:.2f}× its floor, so the spread accounts for" in sentence
-    assert f"{400 / 60 / floor - at_paces:.2f}× of the ratio, and those paces would meet" in sentence
+    assert (
+        f"{400 / 60 / floor - at_paces:.2f}× of the ratio, and those paces would meet the target in 1 of 1"
+        in sentence
+    )
     other = _record(seeds=1)  # not the target's invocation
     assert "No timed invocation of the target" in _time_finding(_results(other))
     assert "No timed invocation of the target" in _time_finding(_results(record, peak=None))  # no floor
+
+
+def _invoked(*records: tuple[str, dict]) -> Results:
+    """`_results` with these (file name, record) timings."""
+    return dataclasses.replace(_results(_record()), timing=list(records))
+
+
+def _doubled(**fields) -> dict:
+    """`_record` with every run twice (the second at seed 1): twice its floor."""
+    runs = [*_runs(), *(run | {"seed": 1} for run in _runs())]
+    return _record(runs=runs, models=model_totals(runs)) | fields
+
+
+def test_the_targets_invocations_of_one_command_code_machine_and_cores_are_judged_together():
+    floor = floor_minutes(_results(_record()), _record()) * 60  # seconds
+    by_wall = [("a.json", _record(wall_seconds=800.0)), ("b.json", _doubled(wall_seconds=1000.0))]
+    records = [*by_wall, ("c.json", _record(wall_seconds=2.5 * floor))]
+    machine = {"cpu": "Other CPU", "numba_cpu": "zen4"}
+    apart = [  # the same but for one of command, code, machine and cores: each its own group
+        ("d.json", _record(code="xyz")),
+        ("e.json", _record(command="python -m lab replicate table1 ...")),
+        ("f.json", _record(machine=machine)),
+        ("g.json", _record(cores=4, threads=4)),
+    ]
+    others = [("h.json", _record(seeds=1)), ("i.json", _record(run_files_at_start=5))]  # not the target's
+    groups = invocations(timing_values(_invoked(*records, *apart, *others))["timing"])
+    assert [[i["name"] for i in g["invocations"]] for g in groups] == [
+        ["c.json", "b.json", "a.json"],  # by wall ÷ floor: 2.5, 1000 / (2 floor), 800 / floor
+        ["d.json"],
+        ["e.json"],
+        ["f.json"],
+        ["g.json"],
+    ]
+    first = groups[0]
+    assert (first["code"], first["machine"], first["cores"], groups[3]["machine"]) == (
+        "abc",
+        "not recorded",
+        2,
+        "Other CPU (zen4)",
+    )
+    ratios = [2.5, 500 / floor, 800 / floor]
+    assert [i["ratio"] for i in first["invocations"]] == pytest.approx(ratios)
+    assert [i["wall"] for i in first["invocations"]] == pytest.approx([2.5 * floor / 60, 1000 / 60, 800 / 60])
+    assert [i["floor"] for i in first["invocations"]] == pytest.approx(
+        [floor / 60, 2 * floor / 60, floor / 60]
+    )
+    assert first["median_ratio"] == pytest.approx(500 / floor) and first["median_wall"] == pytest.approx(
+        800 / 60
+    )
+    assert first["middle"]["name"] == "b.json"  # the median ratio, not the median wall (a.json's)
+    values = {t["name"]: t for t in timing_values(_invoked(*records))["timing"]}
+    assert [i["paced"] for i in first["invocations"]] == pytest.approx(
+        [values[name]["at_fastest_paces"] for name in ("c.json", "b.json", "a.json")]
+    )
+    assert (first["minutes_met"], first["floor_met"]) == (2, 0)  # b.json's 16.7 min miss 15; none ≤ 2×
+    (even,) = invocations(timing_values(_invoked(*by_wall))["timing"])  # the higher of the middle two
+    assert even["middle"]["name"] == "a.json" and even["median_ratio"] == pytest.approx(650 / floor)
+    assert invocations(timing_values(_invoked(*others))["timing"]) == []
+    assert invocations(timing_values(dataclasses.replace(_invoked(*records), bench={}))["timing"]) == []
+    two = _invoked(("a.json", _record(wall_seconds=1000.0)), ("b.json", _record(wall_seconds=1.9 * floor)))
+    assert [(g["minutes_met"], g["floor_met"]) for g in invocations(timing_values(two)["timing"])] == [(1, 1)]
+
+
+def test_the_page_and_the_finding_give_every_invocation_of_the_command_and_how_many_met_each_target():
+    floor = floor_minutes(_results(_record()), _record()) * 60
+    records = [("a.json", _record(wall_seconds=1000.0)), ("b.json", _doubled(wall_seconds=1600.0))]
+    results = _invoked(*records, ("c.json", _record(wall_seconds=1.9 * floor)))
+    (row,) = _table(_timing_section(results), "| command | code |")
+    cells = ["abc", "not recorded", "2", "c.json, b.json, a.json", f"{1000 / 60:.1f}", f"{floor / 60:.1f}"]
+    assert " | ".join([*cells, f"{800 / floor:.2f}×"]) in row and row.endswith("| 1 of 3 | 1 of 3 |")
+    sentence = _time_finding(results)
+    assert (
+        "was timed 3 times at code `abc` on 2 cores (machine: not recorded), in ascending order" in sentence
+    )
+    listed = f"`c.json` {1.9 * floor / 60:.1f} min, 1.90× its floor of {floor / 60:.1f} min; `b.json` "
+    listed += f"{1600 / 60:.1f} min, {800 / floor:.2f}× its floor of {2 * floor / 60:.1f} min; `a.json`"
+    assert listed in sentence and f"(medians {1000 / 60:.1f} min and {800 / floor:.2f}×)" in sentence
+    assert "min was met in 1 of 3, the target ≤ 2× the floor in 1 of 3: counts of 3 invocations" in sentence
+    assert "In the invocation at the median ratio (`b.json`; by wall ÷ floor, not by wall time)" in sentence
+    paced = {t["name"]: t["at_fastest_paces"] for t in timing_values(results)["timing"]}
+    in_order = ", ".join(f"{paced[name]:.2f}×" for name in ("c.json", "b.json", "a.json"))
+    assert f"at the fastest paces the 3 invocations come to {in_order}, in the order above" in sentence
+    assert "those paces would meet the target in 1 of 3" in sentence  # c.json's runs are at one pace
