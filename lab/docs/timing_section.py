@@ -142,8 +142,9 @@ def machine_name(record: dict[str, Any]) -> str:
 def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The targets' timed invocations with a floor, grouped by command, code, machine (`machine_name`) and
     cores: each group's invocations in ascending order of wall ÷ floor (`invocations`: name, wall minutes,
-    floor, ratio and ratio at the fastest paces), the medians of the last four, how many met each target,
-    and the record at the median ratio (`middle`: the higher of the two middle ones for an even count)."""
+    floor, ratio and ratio at the fastest paces), the medians of the last four, how many met each target
+    and how many would have at the fastest paces (`paced_met`), and the record at the median ratio
+    (`middle`: the higher of the two middle ones for an even count)."""
     groups: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
     for t in timing:
         if t["status"] != "-" and t["floor"] is not None:
@@ -165,6 +166,7 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
             | {"minutes_met": sum(t["status"] == "met" for t in members)}
             | {"floor_met": sum(t["floor_status"] == "met" for t in members)}
+            | {"paced_met": sum(row["paced"] <= TARGET_FLOOR_RATIO for row in rows)}
             | {"middle": members[len(members) // 2]}
         )
     return found

@@ -481,6 +481,7 @@ def test_the_targets_invocations_of_one_command_code_machine_and_cores_are_judge
     assert even["middle"]["name"] == "a.json" and even["median_ratio"] == pytest.approx(650 / floor)
     assert invocations(timing_values(_invoked(*others))["timing"]) == []
     assert invocations(timing_values(dataclasses.replace(_invoked(*records), bench={}))["timing"]) == []
+    assert first["paced_met"] == 0  # one run per model: each at its own pace, c.json's 2.5× the least
     two = _invoked(("a.json", _record(wall_seconds=1000.0)), ("b.json", _record(wall_seconds=1.9 * floor)))
     assert [(g["minutes_met"], g["floor_met"]) for g in invocations(timing_values(two)["timing"])] == [(1, 1)]
 
