@@ -3,6 +3,7 @@ values `templates/timing.md.j2` shows, from each record's FLOP per model and the
 
 from __future__ import annotations
 
+from math import inf
 from statistics import median
 from typing import Any
 
@@ -45,12 +46,43 @@ def model_floor_seconds(results: Results, record: dict[str, Any], model: dict[st
     return sum(shares[router] / rate for router, rate in rates.items())
 
 
-def floor_minutes(results: Results, record: dict[str, Any]) -> float | None:
-    """The arithmetic floor of a timing record in minutes (None without runs or a peak rate)."""
-    floors = [model_floor_seconds(results, record, m) for m in record["models"]]
+def floor_minutes(results: Results, record: dict[str, Any], models: list | None = None) -> float | None:
+    """The arithmetic floor of a timing record in minutes (None without runs or a peak rate), over the
+    per-model totals `models` (the record's own unless given)."""
+    models = record["models"] if models is None else models
+    floors = [model_floor_seconds(results, record, m) for m in models]
     if not record["runs"] or None in floors:
         return None
     return sum(floors) / record["cores"] / 60
+
+
+def _calibrations(record: dict[str, Any]) -> dict[tuple[str, str], list[float]]:
+    """A record's calibrated peak rates (GFLOP/s) by model and dtype; empty if it did not calibrate."""
+    rates: dict[tuple[str, str], list[float]] = {}
+    for c in record.get("calibration", ()):
+        rates.setdefault((c["model"], c["dtype"]), []).append(c["gflops"])
+    return rates
+
+
+def slower_peaks(record: dict[str, Any], model: dict[str, Any]) -> dict[str, float]:
+    """A model's peak rates (`peak_gflops`, `router_peak_gflops`, as `lab.chen2022.timing.model_totals`
+    names them) at the slower of the calibrations around its runs instead of the better: the host's
+    rate at the slower end of them. Empty for a record that did not calibrate."""
+    rates = _calibrations(record)
+    names = {"peak_gflops": record["dtype"], "router_peak_gflops": ROUTER_DTYPE}
+    return {name: min(rates[model["model"], d]) for name, d in names.items() if (model["model"], d) in rates}
+
+
+def slower_floor_minutes(results: Results, record: dict[str, Any]) -> float | None:
+    """The floor with each model at its slower calibrations (`slower_peaks`); None unless every model was
+    calibrated in each dtype its FLOP need (a record made before calibration has no second reading)."""
+    models = []
+    for m in record["models"]:
+        rates = slower_peaks(record, m)
+        if not {"peak_gflops", *(["router_peak_gflops"] if m["router_flops"] else [])} <= rates.keys():
+            return None
+        models.append(m | rates)
+    return floor_minutes(results, record, models)
 
 
 def is_target(record: dict[str, Any]) -> bool:
@@ -139,12 +171,27 @@ def machine_name(record: dict[str, Any]) -> str:
     return f"{machine['cpu']} ({machine['numba_cpu']})" if machine else "not recorded"
 
 
+def _median(rows: list[dict[str, Any]], key: str) -> float | None:
+    """The median of the rows' values under `key`; None if any of them is None (no median of a part)."""
+    values = [row[key] for row in rows]
+    return None if None in values else median(values)
+
+
+def _within(rows: list[dict[str, Any]], key: str) -> int | None:
+    """How many of the rows' values under `key` are at most `TARGET_FLOOR_RATIO`; None if any is None."""
+    values = [row[key] for row in rows]
+    return None if None in values else sum(v <= TARGET_FLOOR_RATIO for v in values)
+
+
 def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The targets' timed invocations with a floor, grouped by command, code, machine (`machine_name`) and
     cores: each group's invocations in ascending order of wall ÷ floor (`invocations`: name, wall minutes,
-    floor, ratio and ratio at the fastest paces), the medians of the last four, how many met each target
-    and how many would have at the fastest paces (`paced_met`), and the record at the median ratio
-    (`middle`: the higher of the two middle ones for an even count)."""
+    floor, ratio, ratio at the fastest paces, and with the slower calibrations: the ratio at those paces
+    (`favourable`), at the runs' own (`over_slower`) and the floors' ratio (`floor_drift`)), the medians
+    of walls, floors and ratios, how many met each target and how many would have at the fastest paces
+    (`paced_met`) and with the slower calibrations too (`favourable_met`, of the rows
+    `favourable_meeting`; it and its median None unless every invocation has that reading), and the
+    record at the median ratio (`middle`: the higher of the two middle ones for an even count)."""
     groups: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
     for t in timing:
         if t["status"] != "-" and t["floor"] is not None:
@@ -155,18 +202,20 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
         members = sorted(members, key=lambda t: (t["wall_over_floor"], t["name"]))
         rows = [
             {"name": t["name"], "wall": t["record"]["wall_seconds"] / 60, "floor": t["floor"]}
-            | {"ratio": t["wall_over_floor"], "paced": t["at_fastest_paces"]}
+            | {key: t[name] for key, name in (("ratio", "wall_over_floor"), ("paced", "at_fastest_paces"))}
+            | {key: t[key] for key in ("favourable", "over_slower", "floor_drift")}
             for t in members
         ]
         found.append(
             {"command": command, "code": code, "machine": machine, "cores": cores, "invocations": rows}
             | {
-                f"median_{key}": median(row[key] for row in rows)
-                for key in ("wall", "floor", "ratio", "paced")
+                f"median_{key}": _median(rows, key)
+                for key in ("wall", "floor", "ratio", "paced", "favourable")
             }
             | {"minutes_met": sum(t["status"] == "met" for t in members)}
             | {"floor_met": sum(t["floor_status"] == "met" for t in members)}
-            | {"paced_met": sum(row["paced"] <= TARGET_FLOOR_RATIO for row in rows)}
+            | {f"{key}_met": _within(rows, key) for key in ("paced", "favourable")}
+            | {"favourable_meeting": [r for r in rows if (r["favourable"] or inf) <= TARGET_FLOOR_RATIO]}
             | {"middle": members[len(members) // 2]}
         )
     return found
@@ -174,7 +223,9 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def timing_values(results: Results) -> dict[str, Any]:
     """The values of `templates/timing.md.j2`: the targets, each record (`name`, `record`) with its floor,
-    wall time ÷ floor (also at the fastest paces), CPU use of the cores, the targets' status, code check
+    wall time ÷ floor (also at the fastest paces; and over the floor at the slower calibrations,
+    `slower_floor`, at those paces, `favourable`, and at the runs' own, `over_slower`; `floor_drift`, the
+    slower floor ÷ the floor), CPU use of the cores, the targets' status, code check
     and per-model times, and the targets' invocations grouped by command, code, machine and cores
     (`invocations`)."""
     timing = []
@@ -182,6 +233,7 @@ def timing_values(results: Results) -> dict[str, Any]:
         floor = floor_minutes(results, record)
         over = None if floor is None else record["wall_seconds"] / 60 / floor
         models = model_times(results, record)
+        slower = slower_floor_minutes(results, record)
         timing.append(
             {
                 "name": name,
@@ -195,6 +247,10 @@ def timing_values(results: Results) -> dict[str, Any]:
                 "machine": machine_name(record),
                 "models": models,
                 "at_fastest_paces": at_fastest_paces(record, models, floor),
+                "slower_floor": slower,
+                "floor_drift": None if None in (floor, slower) else slower / floor,
+                "over_slower": None if slower is None else record["wall_seconds"] / 60 / slower,
+                "favourable": at_fastest_paces(record, models, slower),
             }
         )
     return {

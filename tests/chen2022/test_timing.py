@@ -31,6 +31,8 @@ from lab.docs.timing_section import (
     invocations,
     model_times,
     same_code,
+    slower_floor_minutes,
+    slower_peaks,
     timing_values,
 )
 from tests.rounding import rounded
@@ -492,7 +494,7 @@ def test_the_page_and_the_finding_give_every_invocation_of_the_command_and_how_m
     results = _invoked(*records, ("c.json", _record(wall_seconds=1.9 * floor)))
     (row,) = _table(_timing_section(results), "| command | code |")
     cells = ["abc", "not recorded", "2", "c.json, b.json, a.json", f"{1000 / 60:.1f}", f"{floor / 60:.1f}"]
-    assert " | ".join([*cells, f"{800 / floor:.2f}×"]) in row and row.endswith("| 1 of 3 | 1 of 3 |")
+    assert " | ".join([*cells, f"{800 / floor:.2f}×"]) in row and row.endswith("| - | 1 of 3 | 1 of 3 | - |")
     sentence = _time_finding(results)
     assert (
         "was timed 3 times at code `abc` on 2 cores (machine: not recorded), in ascending order" in sentence
@@ -506,3 +508,120 @@ def test_the_page_and_the_finding_give_every_invocation_of_the_command_and_how_m
     in_order = ", ".join(f"{paced[name]:.2f}×" for name in ("c.json", "b.json", "a.json"))
     assert f"at the fastest paces the 3 invocations come to {in_order}, in the order above" in sentence
     assert "those paces would meet the target in 1 of 3" in sentence  # c.json's runs are at one pace
+
+
+def _calibrated(runs: list[dict], *rates: dict[str, tuple[float, float]], **fields) -> dict:
+    """`_record` of `runs` whose k-th model (in `model_totals` order) was calibrated before and after its
+    runs at `rates[k][dtype]` (GFLOP/s) in each dtype given; one `rates` serves every model."""
+    calibration = [
+        {"model": m["model"], "when": when, "dtype": dtype, "gflops": rate}
+        for k, m in enumerate(model_totals(runs))
+        for dtype, pair in rates[k % len(rates)].items()
+        for when, rate in zip(("before", "after"), pair, strict=True)
+    ]
+    return _record(runs=runs, models=model_totals(runs, calibration), calibration=calibration) | fields
+
+
+def _reading(record: dict) -> dict:
+    """The record's values on the performance page (`timing_values`), with its own bench summary."""
+    (values,) = timing_values(_results(record))["timing"]
+    return values
+
+
+def test_the_most_favourable_reading_takes_each_models_slower_calibration_at_the_fastest_paces():
+    runs = _runs()
+    record = _calibrated(runs, {"float64": (25.0, 50.0)}, {"float64": (80.0, 40.0)})  # a model's own pair
+    first, second = record["models"]
+    assert (first["peak_gflops"], second["peak_gflops"]) == (50.0, 80.0)  # the floor takes the better
+    assert slower_peaks(record, first) == {"peak_gflops": 25.0, "router_peak_gflops": 25.0}
+    assert slower_peaks(record, second) == {"peak_gflops": 40.0, "router_peak_gflops": 40.0}
+    flops = [m["flops"] for m in record["models"]]
+    floor = floor_minutes(_results(record), record)
+    assert floor == pytest.approx((flops[0] / 50e9 + flops[1] / 80e9) / 2 / 60)
+    slower = slower_floor_minutes(_results(record), record)
+    assert slower == pytest.approx((flops[0] / 25e9 + flops[1] / 40e9) / 2 / 60)
+    values = _reading(record)
+    favourable = 600 / 60 / slower  # one run per model, each at its own pace
+    assert values["favourable"] == pytest.approx(favourable) == values["over_slower"]
+    assert values["floor_drift"] == pytest.approx(slower / floor) == pytest.approx(2.0)
+    ratio = 600 / 60 / floor
+    row = _timing_tables(record)[0][0]
+    assert f"| {ratio:.2f}× | {ratio:.2f}× | {slower / floor:.2f}× | {favourable:.2f}× |" in row
+    spread = _calibrated(_seeds([60.0, 90.0]), {"float64": (25.0, 50.0)})  # 30 s above the pace
+    values = _reading(spread)
+    slower = slower_floor_minutes(_results(spread), spread)
+    assert values["favourable"] == pytest.approx((600 - 30 / 2) / 60 / slower)
+    assert values["over_slower"] == pytest.approx(600 / 60 / slower)
+    plain = _record()  # no calibration: no second reading
+    values = _reading(plain)
+    assert (
+        slower_peaks(plain, plain["models"][0]) == {} and slower_floor_minutes(_results(plain), plain) is None
+    )
+    assert (values["favourable"], values["over_slower"], values["floor_drift"]) == (None, None, None)
+    assert "| - | - |" in _timing_tables(plain)[0][0]
+    part = record | {"calibration": record["calibration"][:2]}  # one model's calibrations only
+    assert slower_floor_minutes(_results(part), part) is None
+    moe_runs = _moe_runs("float32")  # the experts at their dtype's slower rate, the router at float64's
+    moe = _calibrated(moe_runs, {"float32": (100.0, 80.0), "float64": (40.0, 50.0)}, dtype="float32")
+    assert [slower_peaks(moe, m) for m in moe["models"]] == [
+        {"peak_gflops": 80.0, "router_peak_gflops": 40.0}
+    ] * len(moe["models"])
+    router = sum(run_flops(r, router_step_flops) for r in moe_runs)
+    experts = sum(map(run_flops, moe_runs)) - router
+    assert slower_floor_minutes(_results(moe), moe) == pytest.approx(
+        (experts / 80e9 + router / 40e9) / 2 / 60
+    )
+    unrouted = moe | {"calibration": [c for c in moe["calibration"] if c["dtype"] == "float32"]}
+    assert slower_floor_minutes(_results(unrouted), unrouted) is None  # the router's float64 rate missing
+
+
+def test_the_invocations_give_the_most_favourable_reading_and_the_finding_whether_it_meets_the_target():
+    floor = floor_minutes(_results(_record()), _record()) * 60  # seconds, at 50 GFLOP/s
+    rates = {"float64": (50.0, 25.0)}  # the slower floor twice the floor
+    records = [
+        ("a.json", _calibrated(_runs(), rates, wall_seconds=5 * floor)),  # 5×, and 2.5× so
+        ("b.json", _calibrated(_runs(), rates, wall_seconds=3 * floor)),  # 3×, and 1.5× so
+        ("c.json", _calibrated(_runs(), {"float64": (50.0, 40.0)}, wall_seconds=4 * floor)),  # 4×, 3.2×
+    ]
+    (group,) = invocations(timing_values(_invoked(*records))["timing"])
+    assert [i["favourable"] for i in group["invocations"]] == pytest.approx([1.5, 3.2, 2.5])
+    assert [i["floor_drift"] for i in group["invocations"]] == pytest.approx([2.0, 1.25, 2.0])
+    assert (group["median_favourable"], group["favourable_met"], group["floor_met"]) == pytest.approx(
+        (2.5, 1, 0)
+    )
+    assert [i["name"] for i in group["favourable_meeting"]] == ["b.json"]
+    (row,) = _table(_timing_section(_invoked(*records)), "| command | code |")
+    assert row.endswith("| 4.00× | 4.00× | 2.50× | 3 of 3 | 0 of 3 | 1 of 3 |")  # 15 min: a floor of seconds
+    sentence = _time_finding(_invoked(*records))
+    assert "instead of the better, the floor is 1.25× to 2.00× as long in these invocations." in sentence
+    assert "the invocations come to 1.50×, 3.20×, 2.50×, in the order above" in sentence
+    assert (
+        "the target would be met in 1 of 3 (`b.json`, 1.50×; over the slower floor at its runs' own paces "
+        "1.50×), and in that invocation the miss cannot be told apart" in sentence
+    )
+    assert "This reading is no bound" in sentence
+    (one,) = invocations(timing_values(_invoked(records[2]))["timing"])
+    assert (one["favourable_met"], one["median_favourable"]) == pytest.approx((0, 3.2))
+    sentence = _time_finding(_invoked(records[2]))
+    assert "the floor is 1.25× as long. Read most favourably" in sentence
+    assert "it comes to 3.20×: it misses the target even so, so the spread of paces" in sentence
+    pair = _time_finding(_invoked(records[0], records[2]))
+    assert "come to 3.20×, 2.50×, in the order above: none meets the target even so" in pair  # c, a
+    two = _time_finding(_invoked(records[1], ("d.json", records[1][1] | {"wall_seconds": 3.5 * floor})))
+    assert "met in 2 of 2 (`b.json`, 1.50×; over" in two and "; `d.json`, 1.75×; over" in two
+    assert "and in those invocations the miss" in two
+    alone = _time_finding(_invoked(records[1]))
+    assert "it comes to 1.50×: the target would be met in 1 of 1 (`b.json`" in alone
+    mixed = _invoked(records[1], ("e.json", _record(wall_seconds=3.5 * floor)))  # one without calibration
+    (group,) = invocations(timing_values(mixed)["timing"])
+    assert (group["median_favourable"], group["favourable_met"]) == (None, None)
+    (row,) = _table(_timing_section(mixed), "| command | code |")
+    assert row.endswith("| - | 2 of 2 | 0 of 2 | - |")
+    assert "Read most favourably" not in _time_finding(mixed)
+
+
+def test_a_most_favourable_reading_at_exactly_the_target_meets_it():
+    t = _reading(_calibrated(_runs(), {"float64": (50.0, 25.0)}))
+    at_target = t | {"status": "met", "floor_status": "not met", "favourable": 2.0, "at_fastest_paces": 2.0}
+    (group,) = invocations([at_target])
+    assert (group["paced_met"], group["favourable_met"], len(group["favourable_meeting"])) == (1, 1, 1)
