@@ -23,7 +23,7 @@ from lab.chen2022 import replicate as chen
 from lab.chen2022.recertify import CHECKED, check, check_sample, recertify
 from lab.chen2022.runs import ARITHMETIC, VARIANT_NAMES, expand, run_one
 from lab.chen2022.tables import TARGET_HELP, TARGETS
-from lab.chen2022.timing import Stopwatch, by_model, calibrated_dtypes, write_timing
+from lab.chen2022.timing import Stopwatch, by_model, write_timing
 from lab.core.errors import InputError
 from lab.core.registry import Replication, RunStore, TrainingRuns
 
@@ -69,10 +69,9 @@ def train_runs(configs: list[dict], args: argparse.Namespace, prepare: Prepare) 
     found = chen.held(configs, args.out, args.keep_stale)
     prepare([config for config in configs if chen.run_key(config) not in found])
     for model, group in by_model(configs):
-        dtypes = calibrated_dtypes(group)
-        stopwatch.calibrate(model, dtypes, "before")
+        stopwatch.calibrate(model, group, "before")
         chen.train_missing(group, args.out, args.jobs, args.keep_stale, args.quiet)
-        stopwatch.calibrate(model, dtypes, "after")
+        stopwatch.calibrate(model, group, "after")
 
 
 def recertify_runs(configs: list[dict], args: argparse.Namespace, prepare: Prepare) -> int:

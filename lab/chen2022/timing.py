@@ -23,13 +23,16 @@ machine's peak multiply-add rate on one core before and after each (`Stopwatch.c
 `CALIBRATION_ROUNDS` rounds of `lab.kernels.bench.peak`), in the run's dtype and, around a float32
 record's MoE models, in the router's float64 too (`calibrated_dtypes`), so each model's "× the
 arithmetic floor" is a ratio within one run and one machine (`calibration`; per model its
-`peak_gflops` and `router_peak_gflops`, the better of the two).
+`peak_gflops` and `router_peak_gflops`, the better of the two). Beside them it times one step's dense
+products as one-thread GEMM (`lab.kernels.bench.gemm`, `gemm`; per model `gemm_seconds`, its runs' steps
+at the faster of the two): the same products at the rate the machine's BLAS reaches on their shapes.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -102,15 +105,23 @@ class Stopwatch:
     clock: Clock
     stored: frozenset[tuple[int, int, int]]
     calibration: list[dict[str, Any]] = field(default_factory=list)
+    gemm: list[dict[str, Any]] = field(default_factory=list)
 
-    def calibrate(self, model: str, dtypes: tuple[str, ...], when: str) -> None:
-        """This machine's peak multiply-add rate on one core now in each of `dtypes`, in GFLOP/s, for
-        `model` (`when`: before or after its runs)."""
+    def calibrate(self, model: str, configs: list[dict[str, Any]], when: str) -> None:
+        """This machine's peak multiply-add rate on one core now in each dtype the floor of `model`'s run
+        `configs` needs (`calibrated_dtypes`), in GFLOP/s, and the seconds of one of their steps' dense
+        products as one-thread GEMM (`lab.kernels.bench.gemm`; the runs of one model share their shapes),
+        `when` before or after its runs."""
+        from lab.chen2022.runs import TIER_SIZES
+        from lab.kernels.bench.gemm import gemm_seconds
         from lab.kernels.bench.peak import peak_rate
 
-        for dtype in dtypes:
+        for dtype in calibrated_dtypes(configs):
             rate = peak_rate(dtype, CALIBRATION_ROUNDS) / 1e9
             self.calibration.append({"model": model, "when": when, "dtype": dtype, "gflops": rate})
+        products = step_products(configs[0], TIER_SIZES[configs[0]["tier"]][0])
+        seconds = gemm_seconds(products, CALIBRATION_ROUNDS)
+        self.gemm.append({"model": model, "when": when, "step_seconds": seconds})
 
     @classmethod
     def start(cls, out: str) -> Stopwatch:
@@ -157,8 +168,9 @@ class Stopwatch:
             "machine": environment(),
             "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "runs": runs,
-            "models": model_totals(runs, self.calibration),
+            "models": model_totals(runs, self.calibration, self.gemm),
             "calibration": self.calibration,
+            "gemm": self.gemm,
         }
 
 
@@ -181,16 +193,25 @@ def router_step_flops(run: dict, n: int, cfg: Any = None) -> float:
     return float(2 * 2 * n * data.setting(run["setting"]).d * (cfg or run_train_config(run)).M)
 
 
-def step_flops(run: dict, n: int) -> float:
-    """FLOP of the dense products in one training step of `run` on n samples (see the module text)."""
+def step_products(run: dict, n: int) -> list[tuple[int, int, int, str]]:
+    """The dense products of one training step of `run` on n samples (see the module text) as GEMM shapes
+    (rows, inner, cols, dtype), each made forward and backward: the experts' noise patches by their
+    filters (an MoE's split by expert, here as one product of the same FLOP), and an MoE's router."""
     from lab.chen2022 import data
 
     cfg, setting = run_train_config(run), data.setting(run["setting"])
     linear = cfg.activation == "linear"
     patches = 1 if linear else setting.P - len(data.SIGNAL_ROLES)
-    filters = 1 if linear else cfg.J
-    experts = 2 * 2 * n * patches * filters * (setting.d + int(cfg.bias))
-    return float(experts) + router_step_flops(run, n, cfg)
+    experts = (n * patches, setting.d + int(cfg.bias), 1 if linear else cfg.J, run["dtype"])
+    routed = not run["model"].startswith("single")
+    return [experts, *([(n, setting.d, cfg.M, ROUTER_DTYPE)] if routed else [])]
+
+
+def step_flops(run: dict, n: int) -> float:
+    """FLOP of the dense products in one training step of `run` on n samples (`step_products`)."""
+    from lab.kernels.bench.gemm import gemm_flops
+
+    return gemm_flops(step_products(run, n))
 
 
 def run_flops(run: dict, part=step_flops) -> float:
@@ -227,14 +248,20 @@ def by_model(configs: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, An
     return sorted(groups.items())
 
 
-def model_totals(runs: list[dict[str, Any]], calibration: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+def model_totals(
+    runs: list[dict[str, Any]], calibration: list[dict[str, Any]] = (), gemm: list[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
     """Per model (sorted by its name and size): its runs, their own seconds, their FLOP and the router's
-    share of them, and the best peak rates calibrated around its runs, in the runs' dtype (`peak_gflops`)
-    and in `ROUTER_DTYPE` (`router_peak_gflops`), when the record calibrated."""
+    share of them, the best peak rates calibrated around its runs, in the runs' dtype (`peak_gflops`)
+    and in `ROUTER_DTYPE` (`router_peak_gflops`), when the record calibrated, and its runs' steps at the
+    fastest one-thread GEMM step timed around them (`gemm_seconds`), when it timed one."""
     peaks: dict[tuple[str, str], float] = {}
     for c in calibration:
         key = (c["model"], c["dtype"])
         peaks[key] = max(peaks.get(key, 0.0), c["gflops"])
+    fastest: dict[str, float] = {}
+    for g in gemm:
+        fastest[g["model"]] = min(fastest.get(g["model"], math.inf), g["step_seconds"])
     totals = []
     for m, rs in by_model(runs):
         rates = {"peak_gflops": (m, rs[0]["dtype"]), "router_peak_gflops": (m, ROUTER_DTYPE)}
@@ -247,6 +274,7 @@ def model_totals(runs: list[dict[str, Any]], calibration: list[dict[str, Any]] =
                 "router_flops": sum(run_flops(r, router_step_flops) for r in rs),
             }
             | {name: peaks[key] for name, key in rates.items() if key in peaks}
+            | ({"gemm_seconds": sum(r["steps"] for r in rs) * fastest[m]} if m in fastest else {})
         )
     return totals
 

@@ -85,6 +85,19 @@ def slower_floor_minutes(results: Results, record: dict[str, Any]) -> float | No
     return floor_minutes(results, record, models)
 
 
+def gemm_floor_minutes(record: dict[str, Any], models: str = "") -> float | None:
+    """The record's dense products at one-thread GEMM's speed on every core, in minutes: its models'
+    `gemm_seconds` (of those whose name starts with `models`) ÷ the cores. None unless every model of
+    the record timed its GEMM step."""
+    if not record["runs"] or not all("gemm_seconds" in m for m in record["models"]):
+        return None
+    return (
+        sum(m["gemm_seconds"] for m in record["models"] if m["model"].startswith(models))
+        / record["cores"]
+        / 60
+    )
+
+
 def is_target(record: dict[str, Any]) -> bool:
     """Whether the record is the targets' invocation: the stated model's tables × 10 seeds from an empty
     run store."""
@@ -187,7 +200,8 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The targets' timed invocations with a floor, grouped by command, code, machine (`machine_name`) and
     cores: each group's invocations in ascending order of wall ÷ floor (`invocations`: name, wall minutes,
     floor, ratio, ratio at the fastest paces, and with the slower calibrations: the ratio at those paces
-    (`favourable`), at the runs' own (`over_slower`) and the floors' ratio (`floor_drift`)), the medians
+    (`favourable`), at the runs' own (`over_slower`) and the floors' ratio (`floor_drift`), and the GEMM
+    floor's values, `_gemm_values`), the medians
     of walls, floors and ratios, how many met each target and how many would have at the fastest paces
     (`paced_met`) and with the slower calibrations too (`favourable_met`, of the rows
     `favourable_meeting`; it and its median None unless every invocation has that reading), and the
@@ -204,6 +218,7 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {"name": t["name"], "wall": t["record"]["wall_seconds"] / 60, "floor": t["floor"]}
             | {key: t[name] for key, name in (("ratio", "wall_over_floor"), ("paced", "at_fastest_paces"))}
             | {key: t[key] for key in ("favourable", "over_slower", "floor_drift")}
+            | {key: t[key] for key in ("gemm_floor", "gemm_over_floor", "singles_gemm", "over_gemm")}
             for t in members
         ]
         found.append(
@@ -221,13 +236,29 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
+def _gemm_values(record: dict[str, Any], floor: float | None) -> dict[str, float | None]:
+    """The record's GEMM floor (`gemm_floor_minutes`), it and the single CNNs' share of it as multiples
+    of the floor, and wall time ÷ it; None where either floor is."""
+    gemm = gemm_floor_minutes(record)
+    if None in (gemm, floor):
+        return dict.fromkeys(("gemm_floor", "gemm_over_floor", "singles_gemm", "over_gemm"))
+    singles = gemm_floor_minutes(record, "single")
+    over = record["wall_seconds"] / 60 / gemm
+    return {
+        "gemm_floor": gemm,
+        "gemm_over_floor": gemm / floor,
+        "singles_gemm": singles / floor,
+        "over_gemm": over,
+    }
+
+
 def timing_values(results: Results) -> dict[str, Any]:
     """The values of `templates/timing.md.j2`: the targets, each record (`name`, `record`) with its floor,
     wall time ÷ floor (also at the fastest paces; and over the floor at the slower calibrations,
     `slower_floor`, at those paces, `favourable`, and at the runs' own, `over_slower`; `floor_drift`, the
-    slower floor ÷ the floor), CPU use of the cores, the targets' status, code check
-    and per-model times, and the targets' invocations grouped by command, code, machine and cores
-    (`invocations`)."""
+    slower floor ÷ the floor; the GEMM floor and its multiples, `_gemm_values`), CPU use of the cores,
+    the targets' status, code check and per-model times, and the targets' invocations grouped by
+    command, code, machine and cores (`invocations`)."""
     timing = []
     for name, record in results.timing:
         floor = floor_minutes(results, record)
@@ -252,6 +283,7 @@ def timing_values(results: Results) -> dict[str, Any]:
                 "over_slower": None if slower is None else record["wall_seconds"] / 60 / slower,
                 "favourable": at_fastest_paces(record, models, slower),
             }
+            | _gemm_values(record, floor)
         )
     return {
         "timing": timing,

@@ -17,6 +17,9 @@ from lab.chen2022.timing import (
     model_totals,
     router_step_flops,
     run_flops,
+    run_train_config,
+    step_flops,
+    step_products,
 )
 from lab.cli.main import main
 from lab.core.keys import task_key
@@ -28,6 +31,7 @@ from lab.docs.templating import render
 from lab.docs.timing_section import (
     fastest_pace_seconds,
     floor_minutes,
+    gemm_floor_minutes,
     invocations,
     model_times,
     same_code,
@@ -35,6 +39,7 @@ from lab.docs.timing_section import (
     slower_peaks,
     timing_values,
 )
+from lab.kernels.bench.gemm import gemm_flops
 from tests.rounding import rounded
 
 pytestmark = pytest.mark.usefixtures("without_figures")  # none of these tests looks at them
@@ -60,11 +65,17 @@ def test_a_timed_replicate_records_its_time_and_the_runs_it_trained(short_runs, 
     assert first["run_files_at_start"] == 0 and len(first["runs"]) == len(configs)
     assert sorted(r["model"] for r in first["runs"]) == sorted(c["model"] for c in configs)
     assert all(r["steps"] == 12 and r["seconds"] > 0 for r in first["runs"])
-    assert first["models"] == model_totals(first["runs"], first["calibration"])
+    assert first["models"] == model_totals(first["runs"], first["calibration"], first["gemm"])
     models = sorted({m["model"] for m in first["models"]})  # each calibrated before and after its runs
     assert [(c["model"], c["when"], c["dtype"]) for c in first["calibration"]] == [
         (m, when, "float64") for m in models for when in ("before", "after")
     ]
+    assert [(g["model"], g["when"]) for g in first["gemm"]] == [
+        (m, w) for m in models for w in ("before", "after")
+    ]
+    for m in first["models"]:  # its runs' steps at the faster GEMM step timed around them
+        step = min(g["step_seconds"] for g in first["gemm"] if g["model"] == m["model"])
+        assert step > 0 and m["gemm_seconds"] == pytest.approx(12 * m["runs"] * step)
     assert all(c["gflops"] > 0 for c in first["calibration"])
     assert all(m["peak_gflops"] > 0 for m in first["models"])
     assert first["wall_seconds"] > 0 and first["cpu_seconds"] > 0 and first["code"] == R.run_code()
@@ -114,7 +125,7 @@ def test_a_timed_float32_replicate_calibrates_float64_too_around_each_moe(short_
         }
         assert ("router_peak_gflops" in model) == bool(model["router_flops"])
     assert any(m["router_flops"] for m in record["models"]) and record["models"] == model_totals(
-        record["runs"], record["calibration"]
+        record["runs"], record["calibration"], record["gemm"]
     )
     capsys.readouterr()
 
@@ -165,7 +176,8 @@ def test_a_timing_record_with_a_damaged_machine_is_named_and_one_without_a_machi
 )
 def test_a_committed_records_model_totals_are_the_writers_over_its_runs(path):
     record = load_timing(path)
-    assert rounded(record["models"]) == rounded(model_totals(record["runs"], record.get("calibration", [])))
+    totals = model_totals(record["runs"], record.get("calibration", []), record.get("gemm", []))
+    assert rounded(record["models"]) == rounded(totals)
 
 
 def _record(**fields) -> dict:
@@ -625,3 +637,62 @@ def test_a_most_favourable_reading_at_exactly_the_target_meets_it():
     at_target = t | {"status": "met", "floor_status": "not met", "favourable": 2.0, "at_fastest_paces": 2.0}
     (group,) = invocations([at_target])
     assert (group["paced_met"], group["favourable_met"], len(group["favourable_meeting"])) == (1, 1, 1)
+
+
+def test_a_steps_dense_products_are_its_flop_as_gemm_shapes():
+    from lab.chen2022 import data
+
+    d = data.setting(1).d
+    for run in [*_runs(), *_moe_runs("float32")]:
+        cfg = run_train_config(run)
+        linear = cfg.activation == "linear"
+        experts = (100 * (1 if linear else data.setting(1).P - 3), d + int(cfg.bias), 1 if linear else cfg.J)
+        router = [] if run["model"].startswith("single") else [(100, d, cfg.M, ROUTER_DTYPE)]
+        assert step_products(run, 100) == [(*experts, run["dtype"]), *router]
+        flops = 4 * experts[0] * experts[1] * experts[2] + sum(4 * n * k * m for n, k, m, _ in router)
+        assert step_flops(run, 100) == gemm_flops(step_products(run, 100)) == flops
+
+
+def _gemm_timed(runs: list[dict], before: float, after: float, **fields) -> dict:
+    """`_record` of `runs` whose every model timed its GEMM step at `before` and `after` seconds."""
+    gemm = [
+        {"model": m["model"], "when": when, "step_seconds": seconds}
+        for m in model_totals(runs)
+        for when, seconds in (("before", before), ("after", after))
+    ]
+    return _record(runs=runs, models=model_totals(runs, (), gemm), gemm=gemm) | fields
+
+
+def test_the_gemm_floor_is_the_runs_steps_at_the_faster_gemm_step_on_every_core():
+    runs = [*_runs(), *_moe_runs("float64")]  # 100 steps per run
+    record = _gemm_timed(runs, 0.02, 0.01)
+    assert [m["gemm_seconds"] for m in record["models"]] == pytest.approx(
+        [m["runs"] * 100 * 0.01 for m in record["models"]]
+    )
+    gemm = gemm_floor_minutes(record)
+    assert gemm == pytest.approx(len(runs) * 1.0 / 2 / 60)  # one second per run, on 2 cores
+    assert gemm_floor_minutes(record, "single") == pytest.approx(2 * 1.0 / 2 / 60)
+    values = {t["name"]: t for t in timing_values(_results(record))["timing"]}["t.json"]
+    floor = floor_minutes(_results(record), record)
+    assert values["gemm_floor"] == pytest.approx(gemm) and values["gemm_over_floor"] == pytest.approx(
+        gemm / floor
+    )
+    assert values["singles_gemm"] == pytest.approx(gemm_floor_minutes(record, "single") / floor)
+    assert values["over_gemm"] == pytest.approx(600 / 60 / gemm)
+    (row,) = _table(_timing_section(_results(record)), "| record | floor (min) | GEMM floor")
+    cells = [f"{floor:.1f}", f"{gemm:.1f}", f"{gemm / floor:.2f}×", f"{values['singles_gemm']:.2f}×"]
+    assert row == "| " + " | ".join(["t.json", *cells, f"{600 / 60 / gemm:.2f}×"]) + " |"
+    sentence = _time_finding(_results(record))
+    singles = values["singles_gemm"]
+    assert (
+        f"In `t.json` the same dense products, timed as one-thread GEMM around each model (NumPy's BLAS on "
+        f"their shapes), take {gemm / floor:.2f}× the floor, the single CNNs' alone {singles:.2f}×"
+    ) in sentence
+    assert ("exceed the target's 2×" if gemm / floor > 2 else "stay within the target's 2×") in sentence
+    assert f"the invocation took {600 / 60 / gemm:.2f}× that GEMM floor." in sentence
+    within = _gemm_timed(runs, 0.02, floor * 60 * 2 / len(runs) / 100 * 1.5)  # the GEMM floor 1.5 floors
+    assert "stay within the target's 2× before any" in _time_finding(_results(within))
+    part = record | {"models": [record["models"][0] | {"gemm_seconds": 1.0}, *model_totals(runs)[1:]]}
+    assert gemm_floor_minutes(part) is None  # a model without its GEMM step: no GEMM floor
+    assert "GEMM floor" not in _timing_section(_results(_record()))
+    assert "one-thread GEMM" not in _time_finding(_results(_record()))
