@@ -25,7 +25,9 @@ record's MoE models, in the router's float64 too (`calibrated_dtypes`), so each 
 arithmetic floor" is a ratio within one run and one machine (`calibration`; per model its
 `peak_gflops` and `router_peak_gflops`, the better of the two). Beside them it times one step's dense
 products as one-thread GEMM (`lab.kernels.bench.gemm`, `gemm`; per model `gemm_seconds`, its runs' steps
-at the faster of the two): the same products at the rate the machine's BLAS reaches on their shapes.
+at the faster of the two): the same products at the rate the machine's BLAS reaches on their shapes (an
+MoE's experts as one product of their FLOP). A reference, not a bound: GEMM writes each product out
+whole, the lab's fused kernels do not.
 """
 
 from __future__ import annotations
@@ -119,8 +121,10 @@ class Stopwatch:
         for dtype in calibrated_dtypes(configs):
             rate = peak_rate(dtype, CALIBRATION_ROUNDS) / 1e9
             self.calibration.append({"model": model, "when": when, "dtype": dtype, "gflops": rate})
-        products = step_products(configs[0], TIER_SIZES[configs[0]["tier"]][0])
-        seconds = gemm_seconds(products, CALIBRATION_ROUNDS)
+        shapes = {tuple(step_products(c, TIER_SIZES[c["tier"]][0])) for c in configs}
+        if len(shapes) != 1:  # one GEMM step per model: its runs' steps all have these products
+            raise ValueError(f"the runs of {model} differ in their step's products: {sorted(shapes)}")
+        seconds = gemm_seconds(list(shapes.pop()), CALIBRATION_ROUNDS)
         self.gemm.append({"model": model, "when": when, "step_seconds": seconds})
 
     @classmethod

@@ -85,10 +85,11 @@ def slower_floor_minutes(results: Results, record: dict[str, Any]) -> float | No
     return floor_minutes(results, record, models)
 
 
-def gemm_floor_minutes(record: dict[str, Any], models: str = "") -> float | None:
+def gemm_minutes(record: dict[str, Any], models: str = "") -> float | None:
     """The record's dense products at one-thread GEMM's speed on every core, in minutes: its models'
-    `gemm_seconds` (of those whose name starts with `models`) ÷ the cores. None unless every model of
-    the record timed its GEMM step."""
+    `gemm_seconds` (of those whose name starts with `models`) ÷ the cores. A reference, not a bound (GEMM
+    writes each product out whole; the lab's fused kernels do not). None unless every model timed its
+    GEMM step."""
     if not record["runs"] or not all("gemm_seconds" in m for m in record["models"]):
         return None
     return (
@@ -138,7 +139,8 @@ def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]
     fraction of the floor's rate they reached (floor ÷ run seconds per thread), their seconds beyond
     their own floor ÷ the jobs (minutes), their seconds ÷ the jobs as a multiple of the record's
     floor (`share`: the part of wall ÷ floor their runs account for), and their seconds at the fastest
-    pace of each setting (`fastest_pace_seconds`) with the seconds' ratio to them (`spread`)."""
+    pace of each setting (`fastest_pace_seconds`) with the seconds' ratio to them (`spread`), and their
+    ratio to the model's GEMM time (`gemm_ratio`, None without one)."""
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     total = floor_minutes(results, record)
     runs = dict(by_model(record["runs"]))  # the models' runs, grouped as `model_totals` totals them
@@ -154,6 +156,7 @@ def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]
             m
             | {"per_thread": per_thread, "fraction": fraction, "above_minutes": above, "share": share}
             | {"fastest_seconds": fastest, "spread": m["seconds"] / fastest}
+            | {"gemm_ratio": m["seconds"] / m["gemm_seconds"] if m.get("gemm_seconds") else None}
         )
     return found
 
@@ -201,11 +204,12 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
     cores: each group's invocations in ascending order of wall ÷ floor (`invocations`: name, wall minutes,
     floor, ratio, ratio at the fastest paces, and with the slower calibrations: the ratio at those paces
     (`favourable`), at the runs' own (`over_slower`) and the floors' ratio (`floor_drift`), and the GEMM
-    floor's values, `_gemm_values`), the medians
+    time's values, `_gemm_values`), the medians
     of walls, floors and ratios, how many met each target and how many would have at the fastest paces
     (`paced_met`) and with the slower calibrations too (`favourable_met`, of the rows
-    `favourable_meeting`; it and its median None unless every invocation has that reading), and the
-    record at the median ratio (`middle`: the higher of the two middle ones for an even count)."""
+    `favourable_meeting`; it and its median None unless every invocation has that reading), how many
+    have a GEMM time (`gemm_timed`), and the record at the median ratio (`middle`: the higher of the two
+    middle ones for an even count)."""
     groups: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
     for t in timing:
         if t["status"] != "-" and t["floor"] is not None:
@@ -218,7 +222,7 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {"name": t["name"], "wall": t["record"]["wall_seconds"] / 60, "floor": t["floor"]}
             | {key: t[name] for key, name in (("ratio", "wall_over_floor"), ("paced", "at_fastest_paces"))}
             | {key: t[key] for key in ("favourable", "over_slower", "floor_drift")}
-            | {key: t[key] for key in ("gemm_floor", "gemm_over_floor", "singles_gemm", "over_gemm")}
+            | {key: t[key] for key in GEMM_KEYS}
             for t in members
         ]
         found.append(
@@ -231,24 +235,33 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
             | {"floor_met": sum(t["floor_status"] == "met" for t in members)}
             | {f"{key}_met": _within(rows, key) for key in ("paced", "favourable")}
             | {"favourable_meeting": [r for r in rows if (r["favourable"] or inf) <= TARGET_FLOOR_RATIO]}
+            | {"gemm_timed": sum(row["gemm_minutes"] is not None for row in rows)}
             | {"middle": members[len(members) // 2]}
         )
     return found
 
 
-def _gemm_values(record: dict[str, Any], floor: float | None) -> dict[str, float | None]:
-    """The record's GEMM floor (`gemm_floor_minutes`), it and the single CNNs' share of it as multiples
-    of the floor, and wall time ÷ it; None where either floor is."""
-    gemm = gemm_floor_minutes(record)
+GEMM_KEYS = ("gemm_minutes", "gemm_over_floor", "singles_gemm", "over_gemm", "gemm_spread", "gemm_outran")
+
+
+def _gemm_values(record: dict[str, Any], floor: float | None, models: list[dict[str, Any]]) -> dict[str, Any]:
+    """The record's GEMM time (`gemm_minutes`), it and the single CNNs' share of it as multiples of the
+    floor, wall time ÷ it, the largest ratio of the slower to the faster GEMM step timed around one
+    model (`gemm_spread`), and the models whose runs took less than their GEMM time (`gemm_outran`, with
+    `model_times`' `gemm_ratio`); None where either time is."""
+    gemm = gemm_minutes(record)
     if None in (gemm, floor):
-        return dict.fromkeys(("gemm_floor", "gemm_over_floor", "singles_gemm", "over_gemm"))
-    singles = gemm_floor_minutes(record, "single")
-    over = record["wall_seconds"] / 60 / gemm
+        return dict.fromkeys(GEMM_KEYS)
+    steps: dict[str, list[float]] = {}
+    for g in record.get("gemm", ()):
+        steps.setdefault(g["model"], []).append(g["step_seconds"])
     return {
-        "gemm_floor": gemm,
+        "gemm_minutes": gemm,
         "gemm_over_floor": gemm / floor,
-        "singles_gemm": singles / floor,
-        "over_gemm": over,
+        "singles_gemm": gemm_minutes(record, "single") / floor,
+        "over_gemm": record["wall_seconds"] / 60 / gemm,
+        "gemm_spread": max((max(v) / min(v) for v in steps.values()), default=None),
+        "gemm_outran": [m for m in models if m["gemm_ratio"] < 1],
     }
 
 
@@ -256,7 +269,7 @@ def timing_values(results: Results) -> dict[str, Any]:
     """The values of `templates/timing.md.j2`: the targets, each record (`name`, `record`) with its floor,
     wall time ÷ floor (also at the fastest paces; and over the floor at the slower calibrations,
     `slower_floor`, at those paces, `favourable`, and at the runs' own, `over_slower`; `floor_drift`, the
-    slower floor ÷ the floor; the GEMM floor and its multiples, `_gemm_values`), CPU use of the cores,
+    slower floor ÷ the floor; the GEMM time and its multiples, `_gemm_values`), CPU use of the cores,
     the targets' status, code check and per-model times, and the targets' invocations grouped by
     command, code, machine and cores (`invocations`)."""
     timing = []
@@ -283,7 +296,7 @@ def timing_values(results: Results) -> dict[str, Any]:
                 "over_slower": None if slower is None else record["wall_seconds"] / 60 / slower,
                 "favourable": at_fastest_paces(record, models, slower),
             }
-            | _gemm_values(record, floor)
+            | _gemm_values(record, floor, models)
         )
     return {
         "timing": timing,

@@ -15,6 +15,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lab.core import validate
+from lab.core.errors import InputError
 
 DTYPES = ("float64", "float32")
 
@@ -29,19 +30,18 @@ def gemm_seconds(products: list[tuple[int, int, int, str]], rounds: int = 5) -> 
     one BLAS thread, in seconds."""
     validate.integer(rounds, "rounds", low=1)
     if not isinstance(products, list | tuple) or not products:
-        raise ValueError(f"products must be a non-empty list of (rows, inner, cols, dtype), got {products!r}")
+        raise InputError(f"products must be a non-empty list of (rows, inner, cols, dtype), got {products!r}")
     rng = np.random.default_rng(0)
     operands = []
-    for k, (rows, inner, cols, dtype) in enumerate(products):
+    for k, product in enumerate(products):
+        if not isinstance(product, tuple | list) or len(product) != 4:
+            raise InputError(f"products[{k}] must be (rows, inner, cols, dtype), got {product!r}")
+        rows, inner, cols, dtype = product
         for name, size in (("rows", rows), ("inner", inner), ("cols", cols)):
             validate.integer(size, f"products[{k}] {name}", low=1)
         validate.choice(dtype, f"products[{k}] dtype", DTYPES)
-        operands.append(
-            (
-                rng.standard_normal((rows, inner)).astype(dtype),
-                rng.standard_normal((cols, inner)).astype(dtype),
-            )
-        )
+        x, w = rng.standard_normal((rows, inner)), rng.standard_normal((cols, inner))
+        operands.append((x.astype(dtype), w.astype(dtype)))
     with threadpool_limits(1, "blas"):
         _products(operands)  # BLAS's first call of a shape out of the clock
         return min(_timed(operands) for _ in range(rounds))
