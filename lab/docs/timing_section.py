@@ -134,13 +134,22 @@ def fastest_pace_seconds(runs: list[dict[str, Any]]) -> float:
     return sum(run["steps"] * fastest[run["setting"]] for run in runs)
 
 
+def _gemm_of_peak(model: dict[str, Any]) -> float | None:
+    """One-thread GEMM's rate on a model's products (its FLOP ÷ its GEMM time) as a fraction of the peak
+    rate calibrated around its runs in their dtype; None without either."""
+    if not (model.get("gemm_seconds") and model.get("peak_gflops")):
+        return None
+    return model["flops"] / model["gemm_seconds"] / (model["peak_gflops"] * 1e9)
+
+
 def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model of one record: its stored totals, their rate per thread and, with peak rates, the
     fraction of the floor's rate they reached (floor ÷ run seconds per thread), their seconds beyond
     their own floor ÷ the jobs (minutes), their seconds ÷ the jobs as a multiple of the record's
     floor (`share`: the part of wall ÷ floor their runs account for), and their seconds at the fastest
     pace of each setting (`fastest_pace_seconds`) with the seconds' ratio to them (`spread`), and their
-    ratio to the model's GEMM time (`gemm_ratio`, None without one)."""
+    ratio to the model's GEMM time (`gemm_ratio`, None without one) and GEMM's rate there as a fraction
+    of its calibrated peak rate (`gemm_of_peak`)."""
     threads = max(1, record["threads"] // record["jobs"])  # as `replicate --jobs` gives each worker
     total = floor_minutes(results, record)
     runs = dict(by_model(record["runs"]))  # the models' runs, grouped as `model_totals` totals them
@@ -157,6 +166,7 @@ def model_times(results: Results, record: dict[str, Any]) -> list[dict[str, Any]
             | {"per_thread": per_thread, "fraction": fraction, "above_minutes": above, "share": share}
             | {"fastest_seconds": fastest, "spread": m["seconds"] / fastest}
             | {"gemm_ratio": m["seconds"] / m["gemm_seconds"] if m.get("gemm_seconds") else None}
+            | {"gemm_of_peak": _gemm_of_peak(m)}
         )
     return found
 

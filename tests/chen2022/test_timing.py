@@ -716,9 +716,16 @@ def test_the_gemm_time_is_the_runs_steps_at_the_faster_gemm_step_on_every_core()
     (t,) = timing_values(_results(slow))["timing"]
     name = model_name(two[0])
     assert [m["model"] for m in t["gemm_outran"]] == [name]
+    gemm_rate = slow["models"][0]["flops"] / slow["models"][0]["gemm_seconds"]  # no calibration here
     assert (
         f"the runs of {name} took 0.07× their GEMM time, those of every other model longer than theirs."
         in _time_finding(_results(slow))
+    )
+    calibration = [{"model": name, "when": "after", "dtype": "float64", "gflops": gemm_rate / 0.25e9}]
+    peaked = slow | {"models": model_totals(two, calibration, slow["gemm"]), "calibration": calibration}
+    assert (
+        "took 0.07× their GEMM time (GEMM there at 25 % of the peak rate calibrated around the same runs)"
+        in (_time_finding(_results(peaked)))
     )
     part = record | {"models": [record["models"][0] | {"gemm_seconds": 1.0}, *model_totals(runs)[1:]]}
     assert gemm_minutes(part) is None  # a model without its GEMM step: no GEMM time
