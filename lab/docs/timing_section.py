@@ -3,7 +3,6 @@ values `templates/timing.md.j2` shows, from each record's FLOP per model and the
 
 from __future__ import annotations
 
-from math import inf
 from statistics import median
 from typing import Any
 
@@ -56,12 +55,17 @@ def floor_minutes(results: Results, record: dict[str, Any], models: list | None 
     return sum(floors) / record["cores"] / 60
 
 
-def _calibrations(record: dict[str, Any]) -> dict[tuple[str, str], list[float]]:
+def _grouped(entries: list[dict[str, Any]], keys: tuple[str, ...], value: str) -> dict[tuple, list[float]]:
+    """Each entry's `value` grouped by its values under `keys` (a record's calibrations or GEMM steps)."""
+    groups: dict[tuple, list[float]] = {}
+    for entry in entries:
+        groups.setdefault(tuple(entry[k] for k in keys), []).append(entry[value])
+    return groups
+
+
+def _calibrations(record: dict[str, Any]) -> dict[tuple, list[float]]:
     """A record's calibrated peak rates (GFLOP/s) by model and dtype; empty if it did not calibrate."""
-    rates: dict[tuple[str, str], list[float]] = {}
-    for c in record.get("calibration", ()):
-        rates.setdefault((c["model"], c["dtype"]), []).append(c["gflops"])
-    return rates
+    return _grouped(record.get("calibration", []), ("model", "dtype"), "gflops")
 
 
 def slower_peaks(record: dict[str, Any], model: dict[str, Any]) -> dict[str, float]:
@@ -203,10 +207,11 @@ def _median(rows: list[dict[str, Any]], key: str) -> float | None:
     return None if None in values else median(values)
 
 
-def _within(rows: list[dict[str, Any]], key: str) -> int | None:
-    """How many of the rows' values under `key` are at most `TARGET_FLOOR_RATIO`; None if any is None."""
-    values = [row[key] for row in rows]
-    return None if None in values else sum(v <= TARGET_FLOOR_RATIO for v in values)
+def _meeting(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]] | None:
+    """The rows whose value under `key` is at most `TARGET_FLOOR_RATIO`; None if any value is None."""
+    if any(row[key] is None for row in rows):
+        return None
+    return [row for row in rows if row[key] <= TARGET_FLOOR_RATIO]
 
 
 def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -214,10 +219,10 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
     cores: each group's invocations in ascending order of wall ÷ floor (`invocations`: name, wall minutes,
     floor, ratio, ratio at the fastest paces, and with the slower calibrations: the ratio at those paces
     (`favourable`), at the runs' own (`over_slower`) and the floors' ratio (`floor_drift`), and the GEMM
-    time's values, `_gemm_values`), the medians
-    of walls, floors and ratios, how many met each target and how many would have at the fastest paces
-    (`paced_met`) and with the slower calibrations too (`favourable_met`, of the rows
-    `favourable_meeting`; it and its median None unless every invocation has that reading), how many
+    time's values, `_gemm_values`), the medians of walls, floors and ratios, how many met each target and
+    how many would have at the fastest paces (`paced_met`) and with the slower calibrations too
+    (`favourable_met`, of the rows `favourable_meeting`; it and its median None unless every invocation
+    has that reading), how many
     have a GEMM time (`gemm_timed`), and the record at the median ratio (`middle`: the higher of the two
     middle ones for an even count)."""
     groups: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
@@ -235,6 +240,7 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
             | {key: t[key] for key in GEMM_KEYS}
             for t in members
         ]
+        meeting = {key: _meeting(rows, key) for key in ("paced", "favourable")}
         found.append(
             {"command": command, "code": code, "machine": machine, "cores": cores, "invocations": rows}
             | {
@@ -243,8 +249,8 @@ def invocations(timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
             | {"minutes_met": sum(t["status"] == "met" for t in members)}
             | {"floor_met": sum(t["floor_status"] == "met" for t in members)}
-            | {f"{key}_met": _within(rows, key) for key in ("paced", "favourable")}
-            | {"favourable_meeting": [r for r in rows if (r["favourable"] or inf) <= TARGET_FLOOR_RATIO]}
+            | {f"{key}_met": None if m is None else len(m) for key, m in meeting.items()}
+            | {"favourable_meeting": meeting["favourable"] or []}
             | {"gemm_timed": sum(row["gemm_minutes"] is not None for row in rows)}
             | {"middle": members[len(members) // 2]}
         )
@@ -262,9 +268,7 @@ def _gemm_values(record: dict[str, Any], floor: float | None, models: list[dict[
     gemm = gemm_minutes(record)
     if None in (gemm, floor):
         return dict.fromkeys(GEMM_KEYS)
-    steps: dict[str, list[float]] = {}
-    for g in record.get("gemm", ()):
-        steps.setdefault(g["model"], []).append(g["step_seconds"])
+    steps = _grouped(record.get("gemm", []), ("model",), "step_seconds")
     return {
         "gemm_minutes": gemm,
         "gemm_over_floor": gemm / floor,
